@@ -1,0 +1,171 @@
+"""AlbertConfig: the one object that describes an ALBERT network, plus size presets.
+
+Field names and defaults follow the Hugging Face `config.json` for ALBERT, so a config read from a
+published checkpoint round-trips unchanged. `pre_layer_norm` is ours (HF has no pre-LN ALBERT).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+ACTIVATIONS = ("gelu_new", "gelu", "relu", "gelu_pytorch_tanh")
+
+# Published ALBERT v2 sizes (google-research/albert, albert_*_v2 configs). All v2 configs use zero
+# dropout; the tiny preset is ours, small enough for CPU tests and the demo.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": dict(
+        embedding_size=64,
+        hidden_size=128,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        intermediate_size=512,
+    ),
+    "base": dict(
+        embedding_size=128,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+    ),
+    "large": dict(
+        embedding_size=128,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=4096,
+    ),
+    "xlarge": dict(
+        embedding_size=128,
+        hidden_size=2048,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        intermediate_size=8192,
+    ),
+    "xxlarge": dict(
+        embedding_size=128,
+        hidden_size=4096,
+        num_hidden_layers=12,
+        num_attention_heads=64,
+        intermediate_size=16384,
+    ),
+}
+
+
+@dataclasses.dataclass
+class AlbertConfig:
+    vocab_size: int = 30000
+    embedding_size: int = 128
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu_new"
+    hidden_dropout_prob: float = 0.0
+    attention_probs_dropout_prob: float = 0.0
+    classifier_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pre_layer_norm: bool = False
+    pad_token_id: int = 0
+    bos_token_id: int = 2
+    eos_token_id: int = 3
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the field for any inconsistent setting."""
+        positive = (
+            "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+            "inner_group_num", "num_attention_heads", "intermediate_size",
+            "max_position_embeddings", "type_vocab_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.num_hidden_layers % self.num_hidden_groups:
+            raise ValueError(
+                f"AlbertConfig.num_hidden_layers ({self.num_hidden_layers}) must be divisible by "
+                f"num_hidden_groups ({self.num_hidden_groups})"
+            )
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(
+                f"AlbertConfig.hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}"
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob",
+                     "classifier_dropout_prob"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}")
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> AlbertConfig:
+        """A preset size ('tiny', 'base', 'large', 'xlarge', 'xxlarge') with optional overrides."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown model size {name!r}; expected one of {sorted(PRESETS)}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AlbertConfig:
+        """Build from a Hugging Face style dict; unknown keys (architectures, ...) are ignored."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in fields}
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Hugging Face `config.json` dict (model_type 'albert')."""
+        data = dataclasses.asdict(self)
+        if not data["pre_layer_norm"]:
+            # Keep exported configs identical to HF's own; the key only matters when set.
+            data.pop("pre_layer_norm")
+        data["model_type"] = "albert"
+        data["architectures"] = ["AlbertForPreTraining"]
+        return data
+
+    @classmethod
+    def from_json_file(cls, path: str | os.PathLike) -> AlbertConfig:
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"model config not found: {path}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from None
+        model_type = data.get("model_type", "albert")
+        if model_type != "albert":
+            raise ValueError(
+                f"{path} describes a {model_type!r} model, expected an ALBERT config "
+                "(model_type 'albert')"
+            )
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"invalid ALBERT config {path}: {e}") from None
+
+    def to_json_file(self, path: str | os.PathLike) -> None:
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")

@@ -1,0 +1,74 @@
+"""The ALBERT SentencePiece vocabulary: loading it, and the files transformers needs beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+# ALBERT's fixed special-token ids (google-research/albert and every published spiece.model).
+PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+
+TOKENIZER_CONFIG = {
+    "tokenizer_class": "AlbertTokenizer",
+    "do_lower_case": True,
+    "keep_accents": False,
+    "remove_space": True,
+    "bos_token": CLS,
+    "eos_token": SEP,
+    "unk_token": UNK,
+    "sep_token": SEP,
+    "pad_token": PAD,
+    "cls_token": CLS,
+    "mask_token": MASK,
+    "model_max_length": 512,
+}
+
+
+def load_spm(path: str):
+    """Load a SentencePiece model, checking it has ALBERT's special tokens at ALBERT's ids."""
+    import sentencepiece as spm
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"SentencePiece model not found: {path}")
+    sp = spm.SentencePieceProcessor()
+    try:
+        sp.Load(path)
+    except (OSError, RuntimeError) as e:
+        raise ValueError(f"{path} is not a SentencePiece model: {e}") from None
+    for expected_id, token in enumerate(SPECIAL_TOKENS):
+        if sp.PieceToId(token) != expected_id:
+            raise ValueError(
+                f"{path}: token {token!r} has id {sp.PieceToId(token)}, ALBERT expects "
+                f"{expected_id} (train the vocabulary with `python -m albert.train_tokenizer`)"
+            )
+    return sp
+
+
+def write_tokenizer_files(spm_model: str, directory: str) -> None:
+    """Copy spiece.model into `directory` with the config transformers' AlbertTokenizer reads."""
+    load_spm(spm_model)
+    os.makedirs(directory, exist_ok=True)
+    target = os.path.join(directory, "spiece.model")
+    if os.path.abspath(spm_model) != os.path.abspath(target):
+        shutil.copyfile(spm_model, target)
+    with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(TOKENIZER_CONFIG, f, indent=2)
+        f.write("\n")
+
+
+def load_tokenizer(path: str):
+    """transformers' AlbertTokenizer from a directory (with spiece.model) or a .model file."""
+    from transformers import AlbertTokenizer
+
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        spm_path = os.path.join(path, "spiece.model")
+    else:
+        spm_path = path
+    load_spm(spm_path)
+    return AlbertTokenizer.from_pretrained(
+        os.path.dirname(spm_path) or ".", vocab_file=spm_path, local_files_only=True
+    ) if os.path.isdir(path) else AlbertTokenizer(vocab_file=spm_path)

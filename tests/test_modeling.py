@@ -1,0 +1,230 @@
+"""Parity with transformers' PyTorch ALBERT (the reference) and model behaviour."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+import torch
+import transformers
+
+from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering, AlbertModel
+from albert.modeling import gather_positions
+
+TOL = 1e-4
+
+CONFIGS = {
+    "shared_single_group": dict(num_hidden_layers=3),
+    "groups_and_inner_layers": dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2),
+    "four_groups_exact_gelu": dict(num_hidden_layers=4, num_hidden_groups=4, hidden_act="gelu"),
+    "inner3_relu": dict(num_hidden_layers=2, inner_group_num=3, hidden_act="relu"),
+}
+
+
+def small_config(**overrides):
+    base = dict(
+        vocab_size=101, embedding_size=16, hidden_size=32, num_attention_heads=4,
+        intermediate_size=37, max_position_embeddings=40, type_vocab_size=2,
+    )
+    return AlbertConfig(**{**base, **overrides})
+
+
+def make_batch(vocab_size, seed=0, batch=3, seq=12):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, vocab_size, (batch, seq)).astype(np.int32)
+    mask = np.ones((batch, seq), np.int32)
+    mask[1, 8:] = 0
+    mask[2, 3:] = 0
+    types = np.zeros((batch, seq), np.int32)
+    types[:, 6:] = 1
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+
+
+def torch_inputs(batch):
+    return {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
+
+
+def hf_model(cls, cfg, seed):
+    torch.manual_seed(seed)
+    model = cls(transformers.AlbertConfig(**cfg.to_dict())).eval()
+    # HF zero-initialises biases and LayerNorm shifts; randomise them so the test covers them too.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    return model
+
+
+def max_diff(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_import_from_hf_matches(name, tmp_path):
+    cfg = small_config(**CONFIGS[name])
+    batch = make_batch(cfg.vocab_size)
+    hf = hf_model(transformers.AlbertForPreTraining, cfg, seed=1)
+    hf.save_pretrained(tmp_path)
+    ours = AlbertForPreTraining.from_pretrained(tmp_path)
+    with torch.no_grad():
+        ref = hf(**torch_inputs(batch), output_hidden_states=True)
+    out = ours(batch)
+    assert max_diff(ref.hidden_states[-1], out["sequence_output"]) < TOL
+    assert max_diff(ref.prediction_logits, out["mlm_logits"]) < TOL
+    assert max_diff(ref.sop_logits, out["sop_logits"]) < TOL
+
+
+@pytest.mark.parametrize("name", ["shared_single_group", "groups_and_inner_layers"])
+def test_export_to_hf_matches(name, tmp_path):
+    cfg = small_config(**CONFIGS[name])
+    batch = make_batch(cfg.vocab_size, seed=3)
+    ours = AlbertForPreTraining(cfg).build_for_config()
+    for var in ours.weights:  # make biases / LN params non-trivial too
+        var.assign(var.numpy() + np.random.default_rng(0).normal(0, 0.05, var.shape))
+    out = ours(batch)
+    ours.save_pretrained(tmp_path / "export")
+    hf = transformers.AlbertForPreTraining.from_pretrained(tmp_path / "export").eval()
+    with torch.no_grad():
+        ref = hf(**torch_inputs(batch), output_hidden_states=True)
+    assert max_diff(ref.hidden_states[-1], out["sequence_output"]) < TOL
+    assert max_diff(ref.prediction_logits, out["mlm_logits"]) < TOL
+    assert max_diff(ref.sop_logits, out["sop_logits"]) < TOL
+    # Decoder stays tied to the word embeddings after the round trip.
+    np.testing.assert_array_equal(
+        hf.predictions.decoder.weight.detach().numpy(),
+        hf.albert.embeddings.word_embeddings.weight.detach().numpy(),
+    )
+
+
+def test_bare_model_matches_hf_albert_model(tmp_path):
+    cfg = small_config(num_hidden_layers=2, num_hidden_groups=2)
+    batch = make_batch(cfg.vocab_size, seed=5)
+    hf = hf_model(transformers.AlbertModel, cfg, seed=2)
+    hf.save_pretrained(tmp_path)  # bare AlbertModel: tensor names have no 'albert.' prefix
+    ours = AlbertModel.from_pretrained(tmp_path)
+    with torch.no_grad():
+        ref = hf(**torch_inputs(batch))
+    out = ours(batch)
+    assert max_diff(ref.last_hidden_state, out["sequence_output"]) < TOL
+    assert max_diff(ref.pooler_output, out["pooled_output"]) < TOL
+
+
+def test_question_answering_both_directions(tmp_path):
+    cfg = small_config(num_hidden_layers=2, inner_group_num=2)
+    batch = make_batch(cfg.vocab_size, seed=7)
+    hf = hf_model(transformers.AlbertForQuestionAnswering, cfg, seed=4)
+    hf.save_pretrained(tmp_path / "hf")
+    ours = AlbertForQuestionAnswering.from_pretrained(tmp_path / "hf")
+    with torch.no_grad():
+        ref = hf(**torch_inputs(batch))
+    out = ours(batch)
+    assert out["start_logits"].shape == (3, 12)
+    assert max_diff(ref.start_logits, out["start_logits"]) < TOL
+    assert max_diff(ref.end_logits, out["end_logits"]) < TOL
+    ours.save_pretrained(tmp_path / "ours")
+    back = transformers.AlbertForQuestionAnswering.from_pretrained(tmp_path / "ours").eval()
+    with torch.no_grad():
+        ref2 = back(**torch_inputs(batch))
+    assert max_diff(ref2.start_logits, out["start_logits"]) < TOL
+    assert max_diff(ref2.end_logits, out["end_logits"]) < TOL
+
+
+def test_qa_from_pretraining_checkpoint_keeps_backbone(tmp_path):
+    cfg = small_config(num_hidden_layers=2)
+    pre = AlbertForPreTraining(cfg).build_for_config()
+    pre.save_pretrained(tmp_path)
+    qa = AlbertForQuestionAnswering.from_pretrained(tmp_path)
+    np.testing.assert_array_equal(
+        qa.albert.embeddings.word_embeddings.numpy(), pre.albert.embeddings.word_embeddings.numpy()
+    )
+    batch = make_batch(cfg.vocab_size)
+    np.testing.assert_allclose(
+        qa(batch)["start_logits"].shape, (3, 12)
+    )
+
+
+def test_masked_positions_gather_equals_full_logits():
+    cfg = small_config(num_hidden_layers=2)
+    model = AlbertForPreTraining(cfg).build_for_config()
+    batch = make_batch(cfg.vocab_size)
+    full = model(batch)["mlm_logits"].numpy()  # [B, S, V]
+    positions = np.array([[0, 5, 11], [2, 2, 7], [1, 0, 0]], np.int32)
+    picked = model({**batch, "masked_lm_positions": positions})["mlm_logits"].numpy()
+    assert picked.shape == (3, 3, cfg.vocab_size)
+    for b in range(3):
+        for p in range(3):
+            np.testing.assert_allclose(picked[b, p], full[b, positions[b, p]], atol=1e-5)
+
+
+def test_gather_positions_shapes():
+    seq = tf.reshape(tf.range(2 * 4 * 3, dtype=tf.float32), [2, 4, 3])
+    out = gather_positions(seq, tf.constant([[3, 0], [1, 1]]))
+    np.testing.assert_array_equal(out.numpy()[0, 0], seq.numpy()[0, 3])
+    np.testing.assert_array_equal(out.numpy()[1, 1], seq.numpy()[1, 1])
+
+
+def test_padding_does_not_change_real_tokens():
+    cfg = small_config(num_hidden_layers=2)
+    model = AlbertModel(cfg).build_for_config()
+    batch = make_batch(cfg.vocab_size)
+    short = {k: v[2:3, :3] for k, v in batch.items()}
+    padded = {k: v[2:3] for k, v in batch.items()}
+    padded["input_ids"] = padded["input_ids"].copy()
+    padded["input_ids"][0, 3:] = 7  # garbage behind the mask must not leak in
+    a = model(short)["sequence_output"].numpy()
+    b = model(padded)["sequence_output"].numpy()[:, :3]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_pre_layer_norm_runs_and_round_trips(tmp_path):
+    cfg = small_config(num_hidden_layers=2, pre_layer_norm=True)
+    model = AlbertForPreTraining(cfg).build_for_config()
+    batch = make_batch(cfg.vocab_size)
+    out = model(batch)
+    assert np.isfinite(out["mlm_logits"].numpy()).all()
+    post = AlbertForPreTraining(small_config(num_hidden_layers=2))
+    post.build_for_config()
+    # Pre-LN has one more LayerNorm (the encoder's final norm).
+    assert len(model.weights) == len(post.weights) + 2
+    model.save_pretrained(tmp_path)
+    back = AlbertForPreTraining.from_pretrained(tmp_path)
+    np.testing.assert_allclose(back(batch)["mlm_logits"], out["mlm_logits"], atol=1e-6)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_close_to_float32(policy, tmp_path):
+    cfg = small_config(num_hidden_layers=2, num_hidden_groups=2)
+    batch = make_batch(cfg.vocab_size)
+    fp32 = AlbertForPreTraining(cfg).build_for_config()
+    fp32.save_pretrained(tmp_path)
+    ref = fp32({**batch, "masked_lm_positions": np.array([[1, 2]] * 3)})
+    keras.mixed_precision.set_global_policy(policy)
+    mixed = AlbertForPreTraining.from_pretrained(tmp_path)
+    assert mixed.albert.encoder.groups[0][0].query.compute_dtype == policy.split("_")[1]
+    assert mixed.albert.encoder.groups[0][0].query.kernel.dtype == "float32"
+    out = mixed({**batch, "masked_lm_positions": np.array([[1, 2]] * 3)})
+    tol = 0.05 if policy == "mixed_float16" else 0.2
+    for key in ("mlm_logits", "sop_logits", "sequence_output"):
+        assert out[key].dtype == tf.float32, key
+        assert np.isfinite(out[key].numpy()).all(), key
+        assert max_diff(out[key], ref[key]) < tol, (key, max_diff(out[key], ref[key]))
+    qa = AlbertForQuestionAnswering(cfg).build_for_config()
+    assert qa(batch)["start_logits"].dtype == tf.float32
+
+
+def test_bad_inputs_are_named():
+    model = AlbertModel(small_config(num_hidden_layers=1)).build_for_config()
+    with pytest.raises(ValueError, match="input_ids"):
+        model(np.zeros((1, 3), np.int32))
+    with pytest.raises(ValueError, match="integer token ids"):
+        model({"input_ids": np.zeros((1, 3), np.float32)})
+
+
+def test_dropout_only_in_training():
+    cfg = small_config(num_hidden_layers=1, hidden_dropout_prob=0.5)
+    model = AlbertModel(cfg).build_for_config()
+    batch = make_batch(cfg.vocab_size)
+    a = model(batch, training=False)["sequence_output"].numpy()
+    b = model(batch, training=False)["sequence_output"].numpy()
+    c = model(batch, training=True)["sequence_output"].numpy()
+    np.testing.assert_array_equal(a, b)
+    assert max_diff(a, c) > 1e-3
