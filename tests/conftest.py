@@ -17,3 +17,42 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def sample_corpus(tmp_path_factory):
+    """The bundled English corpus (CPython's help topics) in BERT's blank-line layout."""
+    from albert.data.sample import write_corpus
+
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    write_corpus(str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_vocab(sample_corpus, tmp_path_factory):
+    from albert import train_tokenizer
+
+    out = tmp_path_factory.mktemp("vocab")
+    args = train_tokenizer.parse_args(["--input", str(sample_corpus), "--vocab_size", "2000",
+                                       "--output_dir", str(out)])
+    return train_tokenizer.train(args)
+
+
+SEQ, PREDS = 64, 10
+
+
+@pytest.fixture(scope="session")
+def sample_records(sample_corpus, sample_vocab, tmp_path_factory):
+    """Pretraining TFRecords at seq 64 / 10 predictions, 4 train shards + validation."""
+    from albert import create_pretraining_data
+
+    out = tmp_path_factory.mktemp("records")
+    args = create_pretraining_data.parse_args([
+        "--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir", str(out),
+        "--max_seq_length", str(SEQ), "--max_predictions_per_seq", str(PREDS),
+        "--num_shards", "4", "--validation_fraction", "0.1", "--processes", "1",
+        "--dupe_factor", "2", "--no_progress",
+    ])
+    create_pretraining_data.run(args)
+    return out

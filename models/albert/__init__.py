@@ -1,27 +1,34 @@
 """ALBERT for TensorFlow 2 / Keras 3: pretraining (MLM + SOP) and SQuAD fine-tuning.
 
     from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
+
+Names are imported lazily: the data tools (and their worker processes) import `albert.*` modules
+without paying for TensorFlow.
 """
 
+import importlib
 import os as _os
 
 # Keras 3 must run on TensorFlow here (Horovod, tf.data, XLA); set before keras is imported.
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from albert.config import PRESETS, AlbertConfig  # noqa: E402
-from albert.convert import CheckpointError  # noqa: E402
-from albert.modeling import (  # noqa: E402
-    AlbertForPreTraining,
-    AlbertForQuestionAnswering,
-    AlbertModel,
-)
-
-__all__ = [
-    "PRESETS",
-    "AlbertConfig",
-    "AlbertForPreTraining",
-    "AlbertForQuestionAnswering",
-    "AlbertModel",
-    "CheckpointError",
-]
+_EXPORTS = {
+    "PRESETS": "albert.config",
+    "AlbertConfig": "albert.config",
+    "CheckpointError": "albert.convert",
+    "AlbertModel": "albert.modeling",
+    "AlbertForPreTraining": "albert.modeling",
+    "AlbertForQuestionAnswering": "albert.modeling",
+}
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'albert' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

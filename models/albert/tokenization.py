@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import unicodedata
 
 # ALBERT's fixed special-token ids (google-research/albert and every published spiece.model).
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
@@ -24,6 +25,18 @@ TOKENIZER_CONFIG = {
     "mask_token": MASK,
     "model_max_length": 512,
 }
+
+
+def preprocess_text(text: str) -> str:
+    """ALBERT's text normalisation before SentencePiece: collapse whitespace, `` and '' -> ",
+    strip accents (NFKD, drop combining marks), lowercase. transformers' AlbertTokenizer applies the
+    same steps, so TFRecords and SQuAD features see identical token ids."""
+    text = " ".join(text.split())
+    text = text.replace("``", '"').replace("''", '"')
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    return text.lower()
 
 
 def load_spm(path: str):

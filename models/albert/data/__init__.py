@@ -1,0 +1,1 @@
+"""Data: text -> pretraining TFRecords, the tf.data readers, SQuAD features."""

@@ -1,0 +1,56 @@
+import json
+
+import pytest
+import sentencepiece as spm
+
+from albert import train_tokenizer
+from albert.tokenization import SPECIAL_TOKENS, load_spm, load_tokenizer, preprocess_text
+
+
+def test_trained_vocab_has_albert_special_ids(sample_vocab):
+    sp = spm.SentencePieceProcessor(model_file=sample_vocab)
+    assert [sp.IdToPiece(i) for i in range(5)] == list(SPECIAL_TOKENS)
+    assert sp.GetPieceSize() == 2000
+
+
+def test_transformers_loads_the_directory_and_agrees_with_spm(sample_vocab):
+    import os
+
+    directory = os.path.dirname(sample_vocab)
+    tok = load_tokenizer(directory)
+    sp = load_spm(sample_vocab)
+    text = "The  Élan of ``attribute access'' in Python: 12,000 objects!"
+    ids = tok(text)["input_ids"]
+    assert ids[0] == 2 and ids[-1] == 3  # [CLS] ... [SEP]
+    assert ids[1:-1] == sp.EncodeAsIds(preprocess_text(text))
+    pair = tok("a question", "some context")["input_ids"]
+    assert pair.count(3) == 2
+    config = json.loads(open(os.path.join(directory, "tokenizer_config.json")).read())
+    assert config["tokenizer_class"] == "AlbertTokenizer"
+
+
+def test_preprocess_text():
+    assert preprocess_text("  Héllo\tWORLD ``x''  ") == 'hello world "x"'
+
+
+def test_vocab_too_large_for_corpus(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a small corpus with few words.\n" * 20)
+    args = train_tokenizer.parse_args(["--input", str(corpus), "--vocab_size", "5000",
+                                       "--output_dir", str(tmp_path / "v")])
+    with pytest.raises(ValueError, match="--vocab_size 5000 is too large"):
+        train_tokenizer.train(args)
+
+
+def test_missing_input_is_named(tmp_path):
+    assert train_tokenizer.main(["--input", str(tmp_path / "none*.txt"), "--output_dir",
+                                 str(tmp_path)]) == 2
+
+
+def test_wrong_spm_model(tmp_path):
+    bogus = tmp_path / "x.model"
+    bogus.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="not a SentencePiece model"):
+        load_spm(str(bogus))
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_spm(str(tmp_path / "missing.model"))
