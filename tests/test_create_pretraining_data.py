@@ -1,4 +1,4 @@
-"""Records decoded with a plain tf.io spec; ALBERT's masking/SOP statistics; determinism; bad input."""
+"""Records decoded with a plain tf.io spec; masking/SOP statistics; determinism; bad input."""
 
 import hashlib
 import json

@@ -1,15 +1,16 @@
 """Text -> ALBERT pretraining TFRecords (sentence-order prediction + n-gram masking).
 
-    python -m albert.create_pretraining_data --input 'corpus/*.txt' --spm_model vocab/spiece.model \\
-        --output_dir data/ --max_seq_length 128 --max_predictions_per_seq 20 --processes 2
+    python -m albert.create_pretraining_data --input 'corpus/*.txt' \\
+        --spm_model vocab/spiece.model --output_dir data/ --max_seq_length 128 \\
+        --max_predictions_per_seq 20 --processes 2
 
 Output: `<output_dir>/train/part-00000-of-000NN.tfrecord` (and `validation/` with
 --validation_fraction), google-research BERT/ALBERT feature format, plus `summary.json`.
 
 How it scales: documents stream from the input in order and are grouped into fixed chunks of
 --docs_per_chunk documents. Chunk c, duplicate d is processed with a random generator seeded by
-(seed, c, d) alone, so the output does not depend on --processes; at most 2 x processes chunks are in
-flight, so memory does not grow with the corpus. Records are dealt round-robin to the shards in
+(seed, c, d) alone, so the output does not depend on --processes; at most 2 x processes chunks are
+in flight, so memory does not grow with the corpus. Records are dealt round-robin to the shards in
 chunk order. Shards are written under temporary names and renamed only when the whole run succeeded.
 """
 

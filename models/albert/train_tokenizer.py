@@ -31,7 +31,7 @@ def parse_args(argv=None):
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--character_coverage", type=float, default=0.99995)
     p.add_argument("--max_sentences", type=int, default=10_000_000,
-                   help="sample at most this many lines for training (SentencePiece input_sentence_size)")
+                   help="sample at most this many lines (SentencePiece input_sentence_size)")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     return p.parse_args(argv)

@@ -104,7 +104,8 @@ class InstanceMaker:
         self._varints = [_encode_varint(i) for i in range(max(self.vocab_size, 1 << 14))]
         # Cumulative n-gram weights, one row per largest n available at a position.
         weights = [1.0 / n for n in range(1, options.ngram + 1)]
-        self._ngram_cum = [list(itertools.accumulate(weights[:k])) for k in range(1, options.ngram + 1)]
+        self._ngram_cum = [list(itertools.accumulate(weights[:k]))
+                           for k in range(1, options.ngram + 1)]
         self._max_tokens = options.max_seq_length - 3
 
     # -- tokenization ---------------------------------------------------------------------------
