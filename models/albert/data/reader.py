@@ -107,21 +107,37 @@ def pretraining_dataset(
     seed: int = 0,
     shuffle_buffer: int = 10_000,
     cycle_length: int = 8,
+    skip_records: int = 0,
 ) -> tf.data.Dataset:
     """Batches of model inputs plus labels, each [batch, ...]:
 
     input_ids, attention_mask, token_type_ids [B, S] int32; masked_lm_positions, masked_lm_ids
     [B, P] int32; masked_lm_weights [B, P] float32; sop_labels [B] int32 (1 = segments swapped).
-    training=True shuffles and repeats forever; False reads each of this rank's files once.
+    training=True shuffles (unless shuffle_buffer is 0) and repeats forever, batches drop their
+    remainder, and each rank needs at least one file. training=False reads this rank's part once,
+    keeps the last partial batch, and splits by record when there are fewer files than ranks (so
+    every rank takes part in validation).
+    skip_records: records of this rank's stream to skip (resuming mid-run on the same trajectory:
+    the pipeline is seeded and deterministic, so skipping what was consumed continues it exactly).
     """
     if batch_size < 1:
         raise DataError(f"batch size must be at least 1, got {batch_size}")
-    files = shard_files(resolve_files(patterns, filesystem_prefix), rank, size,
-                        what=f"files matching {patterns!r}")
-    ds = _record_dataset(files, cycle_length, training, seed, repeat=training)
-    if training:
+    all_files = resolve_files(patterns, filesystem_prefix)
+    by_record = not training and len(all_files) < size
+    files = all_files if by_record else shard_files(all_files, rank, size,
+                                                     what=f"files matching {patterns!r}")
+    shuffle = training and shuffle_buffer > 0
+    # Without shuffling, records alternate between files one at a time, so a batch of k*B on one
+    # process holds the same records as k ranks' batches of B (one file each): the losses are means,
+    # so the update is the same, which is what makes multi-rank runs reproducible on one process.
+    ds = _record_dataset(files, cycle_length, shuffle, seed, repeat=training)
+    if by_record:
+        ds = ds.shard(size, rank)
+    if shuffle:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    ds = ds.batch(batch_size, drop_remainder=True)
+    if skip_records:
+        ds = ds.skip(skip_records)
+    ds = ds.batch(batch_size, drop_remainder=training)
     spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
     # Parse whole batches: one parse_example call per batch is much cheaper than one per record.
     ds = ds.map(lambda records: _to_model_inputs(tf.io.parse_example(records, spec)),

@@ -1,0 +1,120 @@
+"""Data-parallel plumbing: the one module that imports Horovod.
+
+`init()` returns a `Distributed` whose methods are no-ops for a single process, so the trainers
+never branch on whether Horovod is there. Under `horovodrun`/`mpirun` (detected from the launcher's
+environment) Horovod is required and a missing install is a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+_LAUNCHER_VARS = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+
+
+def launched_by_horovod() -> bool:
+    return any(v in os.environ for v in _LAUNCHER_VARS)
+
+
+class Distributed:
+    """rank/size and the collectives the trainers need, for one process."""
+
+    rank = 0
+    size = 1
+    local_rank = 0
+    local_size = 1
+
+    @property
+    def is_chief(self) -> bool:
+        return self.rank == 0
+
+    def allreduce_mean(self, tensors, fp16_compression: bool = False):
+        return list(tensors)
+
+    def allreduce_sum(self, tensors):
+        return list(tensors)
+
+    def broadcast_variables(self, variables, root_rank: int = 0) -> None:
+        pass
+
+    def allgather_object(self, obj) -> list:
+        return [obj]
+
+    def barrier(self) -> None:
+        pass
+
+
+class HorovodDistributed(Distributed):
+    def __init__(self):
+        import horovod.tensorflow as hvd
+
+        hvd.init()
+        self.hvd = hvd
+        self.rank, self.size = hvd.rank(), hvd.size()
+        self.local_rank, self.local_size = hvd.local_rank(), hvd.local_size()
+
+    def allreduce_mean(self, tensors, fp16_compression: bool = False):
+        if self.size == 1:
+            return list(tensors)
+        compression = (self.hvd.Compression.fp16 if fp16_compression
+                       else self.hvd.Compression.none)
+        return self.hvd.grouped_allreduce(list(tensors), op=self.hvd.Average,
+                                          compression=compression)
+
+    def allreduce_sum(self, tensors):
+        if self.size == 1:
+            return list(tensors)
+        return self.hvd.grouped_allreduce(list(tensors), op=self.hvd.Sum)
+
+    def broadcast_variables(self, variables, root_rank: int = 0) -> None:
+        # hvd.broadcast_variables needs tf.Variable.ref(), which Keras 3 variables lack; broadcast
+        # the values and assign them instead.
+        if self.size == 1:
+            return
+        for var in variables:
+            value = var.value if hasattr(var, "value") and not callable(var.value) else var
+            var.assign(self.hvd.broadcast(tf.convert_to_tensor(value), root_rank=root_rank,
+                                          name=None))
+
+    def allgather_object(self, obj) -> list:
+        if self.size == 1:
+            return [obj]
+        return self.hvd.allgather_object(obj)
+
+    def barrier(self) -> None:
+        if self.size > 1:
+            self.hvd.allreduce(tf.constant(0.0), name="barrier")
+
+
+def init(use_horovod: str = "auto") -> Distributed:
+    """auto: Horovod when started by horovodrun/mpirun, else a single process."""
+    if use_horovod not in ("auto", "yes", "no"):
+        raise ValueError(f"use_horovod must be auto, yes or no, got {use_horovod!r}")
+    want = use_horovod == "yes" or (use_horovod == "auto" and launched_by_horovod())
+    if not want:
+        dist = Distributed()
+    else:
+        try:
+            dist = HorovodDistributed()
+        except ImportError as e:
+            raise RuntimeError(
+                "this process was started by horovodrun/mpirun but Horovod is not installed "
+                f"in this environment ({e}); run scripts/setup.sh"
+            ) from None
+    _pin_gpu(dist.local_rank)
+    return dist
+
+
+def _pin_gpu(local_rank: int) -> None:
+    """One GPU per process (the usual Horovod layout); memory grows as needed."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus:
+        return
+    gpu = gpus[local_rank % len(gpus)]
+    try:
+        tf.config.set_visible_devices(gpu, "GPU")
+        tf.config.experimental.set_memory_growth(gpu, True)
+    except RuntimeError:
+        pass  # already initialised (e.g. a second init in one process)

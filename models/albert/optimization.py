@@ -1,0 +1,108 @@
+"""LAMB and AdamW as in the BERT/ALBERT recipe, and the warmup + polynomial-decay schedule.
+
+Written here instead of using keras.optimizers.Lamb because the recipe differs from it in ways that
+change training: no bias correction, weight decay added to the update *before* the trust ratio,
+and LayerNorm/bias parameters excluded from both weight decay and layer adaptation. For each
+parameter w with gradient g (step t, all element-wise except the norms):
+
+    m = b1 m + (1 - b1) g              v = b2 v + (1 - b2) g^2
+    u = m / (sqrt(v) + eps) + wd * w   (wd = 0 for excluded parameters)
+    r = ||w|| / ||u|| if both norms > 0 else 1    (LAMB only; r = 1 for excluded parameters)
+    w = w - lr * r * u
+
+AdamW is the same with r = 1 everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+import tensorflow as tf
+
+# Matched against Keras variable paths, e.g. "albert/encoder/group_0_layer_0/ffn_norm/gamma".
+DEFAULT_EXCLUDE = ("norm", "LayerNorm", "bias", "beta", "gamma")
+
+
+def _excluded(name: str, patterns) -> bool:
+    return any(re.search(p, name) for p in patterns)
+
+
+class LayerwiseAdam(tf.Module):
+    """LAMB (layer_adaptation=True) or AdamW (False) over a fixed list of variables.
+
+    Slots are plain tf.Variables created up front, so a tf.train.Checkpoint of this module holds
+    the whole optimizer state and Horovod can broadcast it before the first update.
+    """
+
+    def __init__(self, variables, *, layer_adaptation: bool = True, weight_decay: float = 0.01,
+                 beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
+                 exclude_from_weight_decay=DEFAULT_EXCLUDE,
+                 exclude_from_layer_adaptation=None, name: str = "lamb"):
+        super().__init__(name=name)
+        self.layer_adaptation = layer_adaptation
+        self.weight_decay = weight_decay
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+        if exclude_from_layer_adaptation is None:
+            exclude_from_layer_adaptation = exclude_from_weight_decay
+        self.names = [_var_name(v) for v in variables]
+        self.decay = [not _excluded(n, exclude_from_weight_decay) for n in self.names]
+        self.adapt = [layer_adaptation and not _excluded(n, exclude_from_layer_adaptation)
+                      for n in self.names]
+        with tf.name_scope(name):
+            self.m = [tf.Variable(tf.zeros(v.shape, tf.float32), trainable=False,
+                                  name=f"m_{i}") for i, v in enumerate(variables)]
+            self.v = [tf.Variable(tf.zeros(v.shape, tf.float32), trainable=False,
+                                  name=f"v_{i}") for i, v in enumerate(variables)]
+
+    @property
+    def slot_variables(self):
+        return self.m + self.v
+
+    def apply(self, grads, variables, learning_rate):
+        """One update; grads and variables in the order given at construction."""
+        lr = tf.cast(learning_rate, tf.float32)
+        for i, (g, w) in enumerate(zip(grads, variables, strict=True)):
+            g = tf.cast(g, tf.float32)
+            m = self.m[i].assign(self.beta_1 * self.m[i] + (1.0 - self.beta_1) * g)
+            v = self.v[i].assign(self.beta_2 * self.v[i] + (1.0 - self.beta_2) * tf.square(g))
+            w_value = tf.convert_to_tensor(w)
+            update = m / (tf.sqrt(v) + self.epsilon)
+            if self.decay[i] and self.weight_decay:
+                update += self.weight_decay * w_value
+            ratio = 1.0
+            if self.adapt[i]:
+                w_norm = tf.norm(w_value)
+                u_norm = tf.norm(update)
+                ratio = tf.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, 1.0)
+            w.assign_sub(lr * ratio * update)
+
+
+def _var_name(variable) -> str:
+    return getattr(variable, "path", None) or variable.name
+
+
+def make_optimizer(name: str, variables, weight_decay: float = 0.01, **kwargs) -> LayerwiseAdam:
+    if name == "lamb":
+        return LayerwiseAdam(variables, layer_adaptation=True, weight_decay=weight_decay,
+                             name="lamb", **kwargs)
+    if name == "adamw":
+        return LayerwiseAdam(variables, layer_adaptation=False, weight_decay=weight_decay,
+                             name="adamw", **kwargs)
+    raise ValueError(f"--optimizer must be lamb or adamw, got {name!r}")
+
+
+def learning_rate_at(step, peak: float, warmup_steps: int, total_steps: int,
+                     end_learning_rate: float = 0.0, power: float = 1.0):
+    """Linear warmup from 0 to `peak` over warmup_steps, then (1 - progress)^power decay to end.
+
+    `step` counts applied updates, starting at 0 (the first update uses step 0's rate...
+    which is peak / warmup_steps: warmup counts updates 1..warmup_steps).
+    """
+    step = tf.cast(step, tf.float32) + 1.0
+    warmup = tf.cast(max(warmup_steps, 0), tf.float32)
+    decay_steps = tf.cast(max(total_steps - warmup_steps, 1), tf.float32)
+    progress = tf.clip_by_value((step - warmup) / decay_steps, 0.0, 1.0)
+    decayed = (peak - end_learning_rate) * tf.pow(1.0 - progress, power) + end_learning_rate
+    if warmup_steps > 0:
+        return tf.where(step <= warmup, peak * step / warmup, decayed)
+    return decayed

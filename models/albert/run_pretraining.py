@@ -1,0 +1,177 @@
+"""Pretrain ALBERT (MLM + sentence-order prediction) on TFRecords; one process or many.
+
+    python -m albert.run_pretraining --train_dir data/train --model_size base \\
+        --spm_model vocab/spiece.model --max_seq_length 512 --per_gpu_batch_size 32 \\
+        --total_steps 125000 --warmup_steps 3125 --learning_rate 0.00176 --precision bf16
+    horovodrun -np 8 python -m albert.run_pretraining ...       # same flags, 8 processes
+
+Resumes from the latest checkpoint in --checkpoint_dir when there is one (a restarted spot job
+continues where it stopped). At the end the model is exported in Hugging Face format to
+<checkpoint_dir>/final (with the vocabulary), ready for run_squad --load_from huggingface.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from albert.flags import (
+    FlagError,
+    add_model_flags,
+    add_training_flags,
+    model_config_from_flags,
+    resolve_batch_size,
+    user_errors,
+)
+
+logger = logging.getLogger("albert.run_pretraining")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    g = p.add_argument_group("data")
+    g.add_argument("--train_dir", default="data/train",
+                   help="TFRecord directory, glob or comma list, under --filesystem_prefix")
+    g.add_argument("--val_dir", default=None, help="validation TFRecords (optional)")
+    g.add_argument("--max_seq_length", type=int, default=512)
+    g.add_argument("--max_predictions_per_seq", type=int, default=20)
+    g.add_argument("--shuffle_buffer", type=int, default=10_000, help="0: no shuffling")
+    g.add_argument("--validation_frequency", type=int, default=0,
+                   help="validate every N steps (and at the end) when --val_dir is set")
+    add_model_flags(p)
+    add_training_flags(p, learning_rate=0.00176, batch=32, optimizer="lamb",
+                       run_name="pretraining")
+    args = p.parse_args(argv)
+    if args.total_steps is None:
+        p.error("--total_steps is required")
+    return args
+
+
+def run(args) -> int:
+    import keras
+    import tensorflow as tf
+
+    from albert import distributed
+    from albert.convert import CheckpointError
+    from albert.data.reader import check_record_shapes, pretraining_dataset, resolve_files
+    from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
+    from albert.modeling import AlbertForPreTraining
+    from albert.optimization import learning_rate_at, make_optimizer
+    from albert.training import CheckpointHandler, MetricsLogger, Trainer, fit, set_precision
+
+    dist = distributed.init()
+    set_precision(args.precision)
+    keras.utils.set_random_seed(args.seed)
+    config = model_config_from_flags(args)
+    batch_size = resolve_batch_size(args, dist.size)
+    if args.total_steps < 1:
+        raise FlagError(f"--total_steps must be >= 1, got {args.total_steps}")
+    if args.warmup_steps > args.total_steps:
+        raise FlagError(f"--warmup_steps ({args.warmup_steps}) exceeds --total_steps "
+                        f"({args.total_steps})")
+    if args.max_seq_length > config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({config.max_position_embeddings})")
+    train_files = resolve_files(args.train_dir, args.filesystem_prefix)
+    check_record_shapes(train_files[0], args.max_seq_length, args.max_predictions_per_seq)
+
+    if args.load_from == "huggingface":
+        if not args.checkpoint_path:
+            raise FlagError("--load_from huggingface needs --checkpoint_path (a local directory)")
+        model = AlbertForPreTraining.from_pretrained(args.checkpoint_path)
+        config = model.config
+    else:
+        model = AlbertForPreTraining(config).build_for_config()
+    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
+
+    def schedule(step):
+        return learning_rate_at(step, args.learning_rate, args.warmup_steps, args.total_steps,
+                                args.end_learning_rate, args.decay_power)
+
+    trainer = Trainer(
+        model, pretraining_loss, optimizer, schedule, dist,
+        metric_names=PRETRAINING_METRICS, accum_steps=args.gradient_accumulation_steps,
+        precision=args.precision, xla=not args.skip_xla, eager=args.eager,
+        max_grad_norm=args.max_grad_norm, fp16_allreduce=args.fp16_allreduce,
+    )
+    checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
+                                    keep=args.keep_checkpoints, config=config)
+    if dist.is_chief:
+        resumed = checkpoints.restore_latest()
+        if resumed:
+            logger.info("resuming from %s", resumed)
+        elif args.load_from == "checkpoint":
+            if not args.checkpoint_path:
+                raise CheckpointError(f"--load_from checkpoint: no checkpoint in "
+                                      f"--checkpoint_dir {args.checkpoint_dir} and no "
+                                      f"--checkpoint_path given")
+            checkpoints.restore(args.checkpoint_path, partial=not args.load_optimizer_state)
+            if not args.load_optimizer_state:
+                trainer.step.assign(0)
+                trainer.iterations.assign(0)
+            logger.info("initialised from %s", args.checkpoint_path)
+    # Rank 0's weights, optimizer slots and counters go to every rank before the first update.
+    trainer.broadcast_state()
+
+    records_done = int(trainer.iterations) * args.gradient_accumulation_steps * batch_size
+    dataset = pretraining_dataset(
+        args.train_dir, batch_size, args.max_seq_length, args.max_predictions_per_seq,
+        filesystem_prefix=args.filesystem_prefix, rank=dist.rank, size=dist.size,
+        training=True, seed=args.seed, shuffle_buffer=args.shuffle_buffer,
+        skip_records=records_done,
+    ).batch(args.gradient_accumulation_steps, drop_remainder=True)
+
+    validate = None
+    if args.val_dir:
+        val_data = pretraining_dataset(
+            args.val_dir, batch_size, args.max_seq_length, args.max_predictions_per_seq,
+            filesystem_prefix=args.filesystem_prefix, rank=dist.rank, size=dist.size,
+            training=False,
+        )
+        validate = lambda: pretraining_metrics(trainer.evaluate(val_data))
+
+    metrics = MetricsLogger(args.log_dir, dist)
+    if dist.is_chief:
+        params = sum(int(tf.size(v)) for v in model.weights)
+        logger.info("ALBERT %s: %.2fM parameters, %d rank(s) x %d sequences x %d accumulation, "
+                    "precision %s, XLA %s", args.model_config or args.model_size, params / 1e6,
+                    dist.size, batch_size, args.gradient_accumulation_steps, args.precision,
+                    "off" if args.skip_xla or args.eager else "on")
+    try:
+        status = fit(
+            trainer, iter(dataset), total_steps=args.total_steps, checkpoints=checkpoints,
+            metrics=metrics, metrics_fn=pretraining_metrics,
+            sequences_per_update=batch_size * args.gradient_accumulation_steps * dist.size,
+            log_frequency=args.log_frequency, checkpoint_frequency=args.checkpoint_frequency,
+            validate=validate, validation_frequency=args.validation_frequency,
+            progress=not args.no_progress,
+        )
+    finally:
+        metrics.close()
+    if status == "stopped":
+        if dist.is_chief:
+            print(f"stopped at step {int(trainer.step)}; checkpoint in {args.checkpoint_dir}; "
+                  "run the same command to resume", flush=True)
+        return 0
+    if dist.is_chief:
+        export = os.path.join(args.checkpoint_dir, "final")
+        model.save_pretrained(export, spm_model=args.spm_model)
+        print(f"done: {int(trainer.step)} steps; Hugging Face export in {export}; "
+              f"TensorBoard: tensorboard --logdir {args.log_dir}", flush=True)
+    dist.barrier()
+    return 0
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = parse_args(argv)
+    with user_errors():
+        return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

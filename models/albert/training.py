@@ -1,0 +1,412 @@
+"""The training machinery shared by run_pretraining and run_squad.
+
+One update (`Trainer.train_step`) is:
+  for each of `accum_steps` micro-batches: loss and gradients in one XLA-compiled function
+  -> average over micro-batches -> average over ranks (one grouped allreduce, optionally fp16)
+  -> unscale (fp16) -> finite check -> clip by global norm -> optimizer update.
+Horovod ops cannot run inside jit_compile, which is why the micro-batch function is compiled on its
+own and the allreduce/update runs in the surrounding (non-XLA) tf.function.
+
+fp16 uses a dynamic loss scale: an update with any inf/NaN gradient is skipped (counted; `step`,
+which drives the learning-rate schedule, does not advance) and the scale halves; after
+`growth_interval` finite updates in a row it doubles.
+
+Loss functions return (loss, sums): `loss` is a mean over the micro-batch's examples, and `sums` are
+additive counts (loss sums, correct predictions, ...) so metrics aggregate exactly over
+micro-batches, steps and ranks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import sys
+import time
+
+import keras
+import tensorflow as tf
+
+from albert.distributed import Distributed
+
+logger = logging.getLogger("albert.training")
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+def set_precision(precision: str) -> None:
+    """Set the Keras dtype policy; call before building the model."""
+    policy = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}.get(precision)
+    if policy is None:
+        raise ValueError(f"--precision must be one of {PRECISIONS}, got {precision!r}")
+    keras.mixed_precision.set_global_policy(policy)
+
+
+def _dense(g):
+    # The word-embedding gradient is IndexedSlices (from tf.gather); allreduce and clipping want
+    # dense tensors, and the table is small in ALBERT (V x E).
+    return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+
+
+class Trainer:
+    """Holds the model, optimizer, schedule and training-state variables; runs updates."""
+
+    def __init__(self, model, loss_fn, optimizer, schedule, dist: Distributed, *,
+                 metric_names, accum_steps: int = 1, precision: str = "fp32", xla: bool = True,
+                 eager: bool = False, max_grad_norm: float = 1.0, fp16_allreduce: bool = False,
+                 initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000):
+        if accum_steps < 1:
+            raise ValueError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.schedule, self.dist = schedule, dist
+        self.accum_steps = accum_steps
+        self.fp16 = precision == "fp16"
+        self.max_grad_norm = max_grad_norm
+        self.fp16_allreduce = fp16_allreduce
+        self.growth_interval = growth_interval
+        self.variables = list(model.trainable_variables)
+        self.metric_names = tuple(metric_names)
+        # Training state: all checkpointed.
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
+        self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name="iterations")
+        self.skipped = tf.Variable(0, dtype=tf.int64, trainable=False, name="skipped_updates")
+        self.loss_scale = tf.Variable(initial_loss_scale if self.fp16 else 1.0, dtype=tf.float32,
+                                      trainable=False, name="loss_scale")
+        self.good_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="good_steps")
+        # Per-rank metric accumulators since the last log line (not checkpointed).
+        self.sums = {k: tf.Variable(0.0, trainable=False) for k in self.metric_names}
+        self.grad_norm = tf.Variable(0.0, trainable=False)
+        if eager:
+            self._grad_fn, self._step_fn = self._grads, self._train_step
+        else:
+            self._grad_fn = tf.function(self._grads, jit_compile=xla, reduce_retracing=True)
+            self._step_fn = tf.function(self._train_step, reduce_retracing=True)
+            self._eval_fn = tf.function(self._eval, jit_compile=xla, reduce_retracing=True)
+        if eager:
+            self._eval_fn = self._eval
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def state_variables(self):
+        """Everything rank 0 broadcasts before the first update."""
+        return (list(self.model.weights) + list(self.optimizer.slot_variables)
+                + [self.step, self.iterations, self.skipped, self.loss_scale, self.good_steps])
+
+    def trackables(self) -> dict:
+        return dict(model=self.model, optimizer=self.optimizer, step=self.step,
+                    iterations=self.iterations, skipped_updates=self.skipped,
+                    loss_scale=self.loss_scale, good_steps=self.good_steps)
+
+    def broadcast_state(self) -> None:
+        self.dist.broadcast_variables(self.state_variables(), root_rank=0)
+
+    # -- the update -------------------------------------------------------------------------------
+
+    def _grads(self, batch):
+        with tf.GradientTape() as tape:
+            loss, sums = self.loss_fn(self.model, batch, training=True)
+            scaled = loss * self.loss_scale
+        grads = [_dense(g) for g in tape.gradient(scaled, self.variables)]
+        grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, self.variables,
+                                                                      strict=True)]
+        return grads, sums
+
+    def _train_step(self, batches):
+        """batches: a dict of [accum_steps, batch, ...] tensors."""
+        first = tf.nest.map_structure(lambda t: t[0], batches)
+        grads, sums = self._grad_fn(first)
+        for i in tf.range(1, self.accum_steps):
+            micro = tf.nest.map_structure(lambda t, i=i: t[i], batches)
+            g, s = self._grad_fn(micro)
+            grads = [a + b for a, b in zip(grads, g, strict=True)]
+            sums = {k: sums[k] + s[k] for k in sums}
+        if self.accum_steps > 1:
+            grads = [g / self.accum_steps for g in grads]
+        grads = self.dist.allreduce_mean(grads, fp16_compression=self.fp16_allreduce)
+        grads = [tf.cast(g, tf.float32) / self.loss_scale for g in grads]
+        grad_norm = tf.linalg.global_norm(grads)
+        finite = tf.math.is_finite(grad_norm)
+        if self.max_grad_norm > 0:
+            grads, _ = tf.clip_by_global_norm(grads, self.max_grad_norm, use_norm=grad_norm)
+        lr = self.schedule(self.step)
+
+        def apply():
+            self.optimizer.apply(grads, self.variables, lr)
+            self.step.assign_add(1)
+            return tf.constant(True)
+
+        def skip():
+            self.skipped.assign_add(1)
+            return tf.constant(False)
+
+        applied = tf.cond(finite, apply, skip)
+        if self.fp16:
+            self._update_loss_scale(finite)
+        self.iterations.assign_add(1)
+        for k in self.metric_names:
+            self.sums[k].assign_add(tf.cast(sums[k], tf.float32))
+        self.grad_norm.assign(tf.where(finite, grad_norm, -1.0))
+        return {"applied": applied, "learning_rate": lr}
+
+    def _update_loss_scale(self, finite):
+        def grow():
+            good = self.good_steps.assign_add(1)
+            return tf.cond(
+                good >= self.growth_interval,
+                lambda: tf.group(self.loss_scale.assign(self.loss_scale * 2.0),
+                                 self.good_steps.assign(0)),
+                tf.no_op,
+            )
+
+        def shrink():
+            return tf.group(self.loss_scale.assign(tf.maximum(self.loss_scale / 2.0, 1.0)),
+                            self.good_steps.assign(0))
+
+        tf.cond(finite, grow, shrink)
+
+    def train_step(self, batches):
+        return self._step_fn(batches)
+
+    # -- metrics ----------------------------------------------------------------------------------
+
+    def pop_sums(self) -> dict:
+        """Metric sums since the last call, summed over ranks; resets the accumulators."""
+        values = self.dist.allreduce_sum([self.sums[k].read_value() for k in self.metric_names])
+        out = {k: float(v) for k, v in zip(self.metric_names, values, strict=True)}
+        for var in self.sums.values():
+            var.assign(0.0)
+        return out
+
+    def weight_norm(self) -> float:
+        return float(tf.linalg.global_norm([tf.convert_to_tensor(v) for v in self.variables]))
+
+    def _eval(self, batch):
+        _, sums = self.loss_fn(self.model, batch, training=False)
+        return sums
+
+    def evaluate(self, dataset) -> dict:
+        """Metric sums over this rank's part of `dataset`, then summed over all ranks."""
+        totals = {k: 0.0 for k in self.metric_names}
+        for batch in dataset:
+            sums = self._eval_fn(batch)
+            for k in self.metric_names:
+                totals[k] += float(sums[k])
+        values = self.dist.allreduce_sum([tf.constant(totals[k]) for k in self.metric_names])
+        return {k: float(v) for k, v in zip(self.metric_names, values, strict=True)}
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+
+
+class CheckpointHandler:
+    """tf.train.CheckpointManager with the config beside it and fallback on a corrupt latest.
+
+    TensorFlow writes a checkpoint's files under temporary names and updates the `checkpoint`
+    index last, so a crash mid-save leaves the previous checkpoint as the latest; a checkpoint that
+    is nevertheless unreadable (truncated copy, full disk) is skipped for the one before it.
+    """
+
+    def __init__(self, directory: str, trackables: dict, dist: Distributed, keep: int = 5,
+                 config=None):
+        self.directory = directory
+        self.dist = dist
+        self.config = config
+        self.checkpoint = tf.train.Checkpoint(**trackables)
+        self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
+
+    def save(self, step: int) -> str | None:
+        if not self.dist.is_chief:
+            return None
+        os.makedirs(self.directory, exist_ok=True)
+        if self.config is not None:
+            path = os.path.join(self.directory, "config.json")
+            if not os.path.exists(path):
+                self.config.to_json_file(path + ".tmp")
+                os.replace(path + ".tmp", path)
+        saved = self.manager.save(checkpoint_number=step)
+        logger.info("saved checkpoint %s", saved)
+        return saved
+
+    def check_config(self, directory: str) -> None:
+        from albert.config import AlbertConfig
+
+        path = os.path.join(directory, "config.json")
+        if self.config is None or not os.path.exists(path):
+            return
+        saved = AlbertConfig.from_json_file(path)
+        diffs = [f"{k}: checkpoint {getattr(saved, k)!r} vs this run {getattr(self.config, k)!r}"
+                 for k in saved.__dataclass_fields__
+                 if getattr(saved, k) != getattr(self.config, k) and not k.endswith("dropout_prob")]
+        if diffs:
+            raise ValueError(f"checkpoint in {directory} was trained with a different model "
+                             f"config: " + "; ".join(diffs))
+
+    def restore_latest(self, directory: str | None = None, partial: bool = False) -> str | None:
+        """Restore the newest readable checkpoint in `directory` (default: ours). None if none."""
+        directory = directory or self.directory
+        if not tf.io.gfile.isdir(directory):
+            return None
+        self.check_config(directory)
+        state = tf.train.get_checkpoint_state(directory)
+        candidates = list(reversed(state.all_model_checkpoint_paths)) if state else []
+        for path in candidates:
+            try:
+                self.restore(path, partial=partial)
+                return path
+            except (tf.errors.OpError, ValueError, AssertionError) as e:
+                logger.warning("checkpoint %s is unreadable (%s); trying the previous one",
+                               path, str(e).splitlines()[0][:200])
+        if candidates:
+            raise ValueError(f"no readable checkpoint in {directory} (tried {len(candidates)})")
+        return None
+
+    def restore(self, path: str, partial: bool = False) -> None:
+        if tf.io.gfile.isdir(path):
+            found = self.restore_latest(path, partial=partial)
+            if found is None:
+                raise ValueError(f"--checkpoint_path {path} holds no checkpoint")
+            return
+        self.check_config(os.path.dirname(path))
+        if partial:
+            tf.train.Checkpoint(model=self.checkpoint.model).read(path).expect_partial()
+            # A model restored by name must have every model variable in the checkpoint.
+            return
+        status = self.checkpoint.read(path)
+        status.assert_existing_objects_matched()
+
+
+# -- logging ----------------------------------------------------------------------------------
+
+
+class MetricsLogger:
+    """One line per log step on stdout, a JSON-lines file and TensorBoard scalars (rank 0)."""
+
+    def __init__(self, log_dir: str | None, dist: Distributed):
+        self.enabled = dist.is_chief
+        self.writer = None
+        self.jsonl = None
+        if self.enabled and log_dir:
+            os.makedirs(log_dir, exist_ok=True)
+            self.writer = tf.summary.create_file_writer(log_dir)
+            self.jsonl = open(os.path.join(log_dir, "metrics.jsonl"), "a", encoding="utf-8")
+
+    def log(self, prefix: str, step: int, values: dict) -> None:
+        if not self.enabled:
+            return
+        parts = " ".join(_fmt(k, v) for k, v in values.items())
+        print(f"{prefix} step {step} {parts}", flush=True)
+        if self.jsonl is not None:
+            record = {"split": prefix, "step": step, "time": time.time(), **values}
+            self.jsonl.write(json.dumps(record) + "\n")
+            self.jsonl.flush()
+        if self.writer is not None:
+            with self.writer.as_default(step=step):
+                for k, v in values.items():
+                    if isinstance(v, int | float) and math.isfinite(v):
+                        tf.summary.scalar(f"{prefix}/{k}", v)
+            self.writer.flush()
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+        if self.jsonl is not None:
+            self.jsonl.close()
+
+
+def _fmt(key, value):
+    if isinstance(value, float):
+        return f"{key} {value:.4g}" if abs(value) < 1e4 else f"{key} {value:.1f}"
+    return f"{key} {value}"
+
+
+class StopSignal:
+    """Turns SIGTERM (spot interruption, SageMaker stop) into a flag the loop checks between steps,
+    so the run saves a checkpoint and exits cleanly instead of dying mid-update."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        print("SIGTERM received: saving a checkpoint and stopping", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+
+
+# -- the loop ---------------------------------------------------------------------------------
+
+
+def fit(trainer: Trainer, batches, *, total_steps: int, checkpoints: CheckpointHandler,
+        metrics: MetricsLogger, metrics_fn, sequences_per_update: int, log_frequency: int = 10,
+        checkpoint_frequency: int = 1000, validate=None, validation_frequency: int = 0,
+        progress: bool = True) -> str:
+    """Run updates until `trainer.step` reaches total_steps. Returns "done" or "stopped".
+
+    batches: an iterator of dicts of [accum, batch, ...] tensors. `validate()` returns metrics for
+    the "val" prefix. Checkpoints every checkpoint_frequency steps, at the end, and on SIGTERM.
+    """
+    from tqdm import tqdm
+
+    dist = trainer.dist
+    step = int(trainer.step)
+    bar = tqdm(total=total_steps, initial=step, unit="step", mininterval=2.0, file=sys.stderr,
+               disable=not (progress and dist.is_chief))
+    last_saved = last_validated = step
+    # seq/s counts time spent fetching data and updating, not validating or checkpointing.
+    window_time, window_updates = 0.0, 0
+    with StopSignal() as stop:
+        while step < total_steps:
+            started = time.time()
+            try:
+                batch = next(batches)
+            except StopIteration:
+                raise ValueError("the training data ran out before --total_steps") from None
+            result = trainer.train_step(batch)
+            new_step = int(trainer.step)  # waits for the update to finish
+            window_time += time.time() - started
+            window_updates += 1
+            advanced = new_step > step
+            step = new_step
+            bar.update(1 if advanced else 0)
+            if advanced and step % log_frequency == 0:
+                values = metrics_fn(trainer.pop_sums())
+                values.update(
+                    learning_rate=float(result["learning_rate"]),
+                    loss_scale=float(trainer.loss_scale),
+                    grad_norm=float(trainer.grad_norm),
+                    weight_norm=trainer.weight_norm(),
+                    seq_per_sec=window_updates * sequences_per_update / max(window_time, 1e-9),
+                    skipped_updates=int(trainer.skipped),
+                )
+                bar.clear()
+                metrics.log("train", step, values)
+                window_time, window_updates = 0.0, 0
+            if advanced and validate is not None and validation_frequency \
+                    and step % validation_frequency == 0:
+                metrics.log("val", step, validate())
+                last_validated = step
+            if advanced and checkpoint_frequency and step % checkpoint_frequency == 0:
+                checkpoints.save(step)
+                last_saved = step
+            stop_now = stop.requested
+            if dist.size > 1:  # every rank stops at the same update
+                stop_now = dist.allreduce_sum([tf.constant(float(stop_now))])[0] > 0
+            if stop_now:
+                if last_saved != step:
+                    checkpoints.save(step)
+                bar.close()
+                return "stopped"
+    bar.close()
+    if validate is not None and last_validated != step:
+        metrics.log("val", step, validate())
+    if last_saved != step:
+        checkpoints.save(step)
+    return "done"
