@@ -228,3 +228,15 @@ def test_dropout_only_in_training():
     c = model(batch, training=True)["sequence_output"].numpy()
     np.testing.assert_array_equal(a, b)
     assert max_diff(a, c) > 1e-3
+
+
+def test_tf_checkpoint_holds_every_weight(tmp_path):
+    cfg = small_config(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
+    model = AlbertForPreTraining(cfg).build_for_config()
+    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    saved = [k for k in tf.train.list_variables(path) if k[0].startswith("model/")]
+    assert len(saved) == len(model.weights)
+    other = AlbertForPreTraining(cfg).build_for_config()
+    tf.train.Checkpoint(model=other).read(path).assert_existing_objects_matched()
+    for a, b in zip(model.weights, other.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -180,18 +180,31 @@ class AlbertEncoder(_Layer):
         super().__init__(**kwargs)
         self.config = config
         self.embedding_projection = _dense(config, config.hidden_size, "embedding_projection")
-        self.groups = [
-            [AlbertLayer(config, name=f"group_{g}_layer_{i}")
-             for i in range(config.inner_group_num)]
-            for g in range(config.num_hidden_groups)
-        ]
+        # One attribute per layer: tf.train.Checkpoint follows layer attributes but not Keras 3's
+        # tracked lists, which would silently leave the transformer layers out of checkpoints.
+        self._layer_names = []
+        for g in range(config.num_hidden_groups):
+            for i in range(config.inner_group_num):
+                name = f"group_{g}_layer_{i}"
+                setattr(self, name, AlbertLayer(config, name=name))
+                self._layer_names.append(name)
         self.final_norm = _layer_norm(config, "final_norm") if config.pre_layer_norm else None
+
+    @property
+    def shared_layers(self) -> list[AlbertLayer]:
+        """The distinct transformer layers, group-major."""
+        return [getattr(self, name) for name in self._layer_names]
+
+    @property
+    def groups(self) -> list[list[AlbertLayer]]:
+        """The layer groups: groups[g][i] is layer i of group g."""
+        n = self.config.inner_group_num
+        return [self.shared_layers[g * n:(g + 1) * n] for g in range(self.config.num_hidden_groups)]
 
     def build(self, input_shape=None):
         self.embedding_projection.build((None, None, self.config.embedding_size))
-        for group in self.groups:
-            for layer in group:
-                layer.build()
+        for layer in self.shared_layers:
+            layer.build()
         if self.final_norm is not None:
             self.final_norm.build((None, None, self.config.hidden_size))
 
@@ -200,8 +213,9 @@ class AlbertEncoder(_Layer):
         # float32 residual stream between blocks (post-LN blocks end in a float32 LayerNorm anyway).
         x = tf.cast(self.embedding_projection(embeddings), tf.float32)
         layers_per_group = c.num_hidden_layers // c.num_hidden_groups
+        groups = self.groups
         for i in range(c.num_hidden_layers):
-            for layer in self.groups[i // layers_per_group]:
+            for layer in groups[i // layers_per_group]:
                 x = layer(x, bias, training=training)
         if self.final_norm is not None:
             x = self.final_norm(x)

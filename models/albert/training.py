@@ -255,7 +255,8 @@ class CheckpointHandler:
             try:
                 self.restore(path, partial=partial)
                 return path
-            except (tf.errors.OpError, ValueError, AssertionError) as e:
+            # A truncated data file surfaces as IndexError ("Read less bytes than requested").
+            except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
                 logger.warning("checkpoint %s is unreadable (%s); trying the previous one",
                                path, str(e).splitlines()[0][:200])
         if candidates:

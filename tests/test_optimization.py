@@ -1,0 +1,79 @@
+"""LAMB/AdamW against a numpy reference of the BERT/ALBERT formula; the schedule."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert.optimization import learning_rate_at, make_optimizer
+
+
+def numpy_reference(params, grads_per_step, lrs, names, *, lamb, wd=0.01, b1=0.9, b2=0.999,
+                    eps=1e-6):
+    params = [p.copy() for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    excluded = lambda n: any(s in n for s in ("norm", "LayerNorm", "bias", "beta", "gamma"))
+    for grads, lr in zip(grads_per_step, lrs, strict=True):
+        for i, (p, g) in enumerate(zip(params, grads, strict=True)):
+            m[i] = b1 * m[i] + (1 - b1) * g
+            v[i] = b2 * v[i] + (1 - b2) * g * g
+            u = m[i] / (np.sqrt(v[i]) + eps)
+            if not excluded(names[i]):
+                u = u + wd * p
+            r = 1.0
+            if lamb and not excluded(names[i]):
+                wn, un = np.linalg.norm(p), np.linalg.norm(u)
+                r = wn / un if wn > 0 and un > 0 else 1.0
+            params[i] = p - lr * r * u
+    return params
+
+
+@pytest.mark.parametrize("kind", ["lamb", "adamw"])
+def test_matches_numpy_reference_over_several_steps(kind):
+    rng = np.random.default_rng(0)
+    names = ["layer/kernel", "layer/bias", "attention_norm/gamma", "embeddings/word_embeddings",
+             "zero/kernel"]
+    shapes = [(4, 3), (3,), (3,), (6, 2), (2, 2)]
+    init = [rng.normal(size=s).astype(np.float32) for s in shapes]
+    init[4][:] = 0.0  # zero-norm weights: trust ratio falls back to 1
+    variables = [tf.Variable(p, name=n.replace("/", "_")) for p, n in zip(init, names,
+                                                                          strict=True)]
+    opt = make_optimizer(kind, variables, weight_decay=0.01)
+    opt.names = names  # match the reference's names (tf.Variable names have no paths)
+    opt.decay = [not any(s in n for s in ("norm", "bias")) for n in names]
+    opt.adapt = [kind == "lamb" and d for d in opt.decay]
+    grads = [[rng.normal(size=s).astype(np.float32) for s in shapes] for _ in range(5)]
+    lrs = [0.1, 0.05, 0.02, 0.01, 0.005]
+    for g, lr in zip(grads, lrs, strict=True):
+        opt.apply([tf.constant(x) for x in g], variables, lr)
+    expected = numpy_reference(init, grads, lrs, names, lamb=kind == "lamb")
+    for var, exp in zip(variables, expected, strict=True):
+        np.testing.assert_allclose(var.numpy(), exp, rtol=1e-5, atol=1e-6)
+
+
+def test_lamb_trust_ratio_makes_update_scale_with_weight_norm():
+    small = tf.Variable(np.full((10,), 0.01, np.float32), name="a_kernel")
+    big = tf.Variable(np.full((10,), 10.0, np.float32), name="b_kernel")
+    opt = make_optimizer("lamb", [small, big], weight_decay=0.0)
+    g = tf.ones((10,))
+    opt.apply([g, g], [small, big], 0.1)
+    # Update norm = lr * ||w||: relative change is lr for both.
+    np.testing.assert_allclose(0.01 - small.numpy(), 0.1 * 0.01, rtol=1e-4)
+    np.testing.assert_allclose(10.0 - big.numpy(), 0.1 * 10.0, rtol=1e-4)
+
+
+def test_unknown_optimizer():
+    with pytest.raises(ValueError, match="--optimizer must be lamb or adamw"):
+        make_optimizer("sgd", [])
+
+
+def test_schedule_warmup_then_polynomial_decay():
+    lr = lambda s: float(learning_rate_at(s, 1.0, 10, 110, end_learning_rate=0.1, power=2.0))
+    assert lr(0) == pytest.approx(0.1)  # update 1 of 10 warmup updates
+    assert lr(9) == pytest.approx(1.0)
+    # After warmup: (1 - progress)^2 decay from 1.0 to 0.1 over 100 updates.
+    assert lr(59) == pytest.approx(0.9 * 0.5 ** 2 + 0.1)
+    assert lr(109) == pytest.approx(0.1)
+    assert lr(500) == pytest.approx(0.1)
+    no_warmup = lambda s: float(learning_rate_at(s, 2.0, 0, 100))
+    assert no_warmup(0) == pytest.approx(2.0 * 0.99)
