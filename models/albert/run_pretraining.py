@@ -64,7 +64,9 @@ def run(args) -> int:
 
     dist = distributed.init()
     set_precision(args.precision)
-    keras.utils.set_random_seed(args.seed)
+    # Per-rank seeds give each rank its own dropout masks; rank 0's initial weights are
+    # broadcast to all ranks below, so initialisation still agrees.
+    keras.utils.set_random_seed(args.seed + dist.rank)
     config = model_config_from_flags(args)
     batch_size = resolve_batch_size(args, dist.size)
     if args.total_steps < 1:

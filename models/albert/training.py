@@ -50,6 +50,15 @@ def _dense(g):
     return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
 
 
+def _rng_states(model) -> list:
+    states = []
+    for layer in model._flatten_layers(include_self=True, recursive=True):
+        generator = getattr(layer, "seed_generator", None)
+        if generator is not None:
+            states.append(generator.state)
+    return states
+
+
 class Trainer:
     """Holds the model, optimizer, schedule and training-state variables; runs updates."""
 
@@ -95,9 +104,12 @@ class Trainer:
                 + [self.step, self.iterations, self.skipped, self.loss_scale, self.good_steps])
 
     def trackables(self) -> dict:
+        # Dropout RNG states are Keras seed generators that tf.train.Checkpoint does not reach
+        # through the model; saving them makes a resumed run draw the same dropout masks.
+        rng = {f"rng_{i}": state.value for i, state in enumerate(_rng_states(self.model))}
         return dict(model=self.model, optimizer=self.optimizer, step=self.step,
                     iterations=self.iterations, skipped_updates=self.skipped,
-                    loss_scale=self.loss_scale, good_steps=self.good_steps)
+                    loss_scale=self.loss_scale, good_steps=self.good_steps, **rng)
 
     def broadcast_state(self) -> None:
         self.dist.broadcast_variables(self.state_variables(), root_rank=0)
