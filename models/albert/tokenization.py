@@ -73,15 +73,22 @@ def write_tokenizer_files(spm_model: str, directory: str) -> None:
 
 
 def load_tokenizer(path: str):
-    """transformers' AlbertTokenizer from a directory (with spiece.model) or a .model file."""
+    """transformers' AlbertTokenizer from a directory holding spiece.model, or a .model file.
+
+    transformers v5 builds the fast tokenizer from a SentencePiece model only through
+    from_pretrained(directory), so a bare file is staged in a temporary directory first.
+    """
+    import tempfile
+
     from transformers import AlbertTokenizer
 
     path = os.fspath(path)
-    if os.path.isdir(path):
-        spm_path = os.path.join(path, "spiece.model")
-    else:
-        spm_path = path
-    load_spm(spm_path)
-    return AlbertTokenizer.from_pretrained(
-        os.path.dirname(spm_path) or ".", vocab_file=spm_path, local_files_only=True
-    ) if os.path.isdir(path) else AlbertTokenizer(vocab_file=spm_path)
+    spm_path = os.path.join(path, "spiece.model") if os.path.isdir(path) else path
+    sp = load_spm(spm_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_tokenizer_files(spm_path, tmp)
+        tokenizer = AlbertTokenizer.from_pretrained(tmp, local_files_only=True)
+    if len(tokenizer) != sp.GetPieceSize():
+        raise ValueError(f"{spm_path}: transformers read {len(tokenizer)} pieces, SentencePiece "
+                         f"{sp.GetPieceSize()}")
+    return tokenizer

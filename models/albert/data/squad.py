@@ -1,0 +1,370 @@
+"""SQuAD JSON -> model features (cached as TFRecords) and model outputs -> answers.
+
+Features follow BERT/ALBERT: [CLS] question [SEP] context-window [SEP], the question cut to
+max_query_length tokens, the context split into windows of what remains, each new window starting
+doc_stride tokens after the previous one. Character <-> token alignment uses the fast tokenizer's
+offsets into the original context, so accents, odd whitespace and unicode map back exactly; an
+answer's text is recovered as context[token_start_char:token_end_char].
+
+Labels: the first gold answer's token span when the window contains it, else position 0 ([CLS]),
+which is also the label of unanswerable questions (SQuAD v2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+CACHE_VERSION = "1"  # bump when the feature layout changes
+
+
+class SquadError(ValueError):
+    """A SQuAD file that cannot be used; the message names the file and the entry."""
+
+
+@dataclasses.dataclass
+class Example:
+    qid: str
+    question: str
+    context: str
+    answers: list[tuple[str, int]]  # (text, start char), aligned with the context
+    is_impossible: bool
+
+
+@dataclasses.dataclass
+class ReadStats:
+    questions: int = 0
+    impossible: int = 0
+    realigned_answers: int = 0  # answer_start was off but the text occurs in the context
+    mismatched_answers: int = 0  # text not found in the context: not used for training
+
+
+def read_squad(path: str) -> tuple[list[Example], dict, ReadStats]:
+    """Parse an official-layout SQuAD file: data -> paragraphs -> qas. Returns (examples,
+    the parsed JSON (for scoring), stats)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"SQuAD file not found: {path}") from None
+    except json.JSONDecodeError as e:
+        raise SquadError(f"{path} is not valid JSON: {e}") from None
+    except UnicodeDecodeError as e:
+        raise SquadError(f"{path} is not UTF-8: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise SquadError(f"{path} is not in the SQuAD layout (expected a top-level 'data' list)")
+    examples, stats = [], ReadStats()
+    for a, article in enumerate(data["data"]):
+        for p, paragraph in enumerate(article.get("paragraphs", [])):
+            where = f"{path}: data[{a}].paragraphs[{p}]"
+            if not isinstance(paragraph.get("context"), str) or "qas" not in paragraph:
+                raise SquadError(f"{where} needs a 'context' string and a 'qas' list")
+            context = paragraph["context"]
+            for q, qa in enumerate(paragraph["qas"]):
+                if "id" not in qa or "question" not in qa:
+                    raise SquadError(f"{where}.qas[{q}] needs 'id' and 'question'")
+                stats.questions += 1
+                impossible = bool(qa.get("is_impossible", False)) or not qa.get("answers")
+                answers = []
+                for ans in ([] if impossible else qa["answers"]):
+                    aligned = _align_answer(context, ans, stats)
+                    if aligned is not None:
+                        answers.append(aligned)
+                stats.impossible += impossible
+                examples.append(Example(str(qa["id"]), qa["question"], context, answers,
+                                        impossible))
+    if stats.mismatched_answers:
+        logger.warning("%s: %d answers do not occur in their context and are not used for "
+                       "training", path, stats.mismatched_answers)
+    return examples, data, stats
+
+
+def _align_answer(context: str, answer: dict, stats: ReadStats):
+    text, start = answer.get("text", ""), answer.get("answer_start", -1)
+    if not text:
+        stats.mismatched_answers += 1
+        return None
+    if isinstance(start, int) and context[start:start + len(text)] == text:
+        return text, start
+    # Off-by-a-few answer_start values exist in the wild: take the nearest occurrence.
+    hits, i = [], context.find(text)
+    while i != -1:
+        hits.append(i)
+        i = context.find(text, i + 1)
+    if not hits:
+        stats.mismatched_answers += 1
+        return None
+    stats.realigned_answers += 1
+    anchor = start if isinstance(start, int) else 0
+    return text, min(hits, key=lambda h: abs(h - anchor))
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSettings:
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+
+
+@dataclasses.dataclass
+class Feature:
+    example_index: int
+    input_ids: list[int]
+    token_type_ids: list[int]
+    attention_mask: list[int]
+    start_position: int
+    end_position: int
+    # Per token of the sequence: (start char, end char) in the context for context tokens, else
+    # None; and whether this window gives the token its most context (BERT's rule).
+    token_spans: list
+    max_context: list
+
+
+def _windows(n_tokens: int, max_tokens: int, stride: int):
+    start = 0
+    while True:
+        length = min(n_tokens - start, max_tokens)
+        yield start, length
+        if start + length >= n_tokens:
+            return
+        start += min(length, stride)
+
+
+def featurize(examples: list[Example], tokenizer, settings: FeatureSettings,
+              training: bool) -> list[Feature]:
+    s = settings
+    cls_id, sep_id, pad_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+    q_ids = tokenizer([e.question for e in examples], add_special_tokens=False)["input_ids"]
+    ctx = tokenizer([e.context for e in examples], add_special_tokens=False,
+                    return_offsets_mapping=True)
+    features = []
+    for idx, example in enumerate(examples):
+        question = q_ids[idx][: s.max_query_length]
+        ids, offsets = ctx["input_ids"][idx], ctx["offset_mapping"][idx]
+        max_tokens = s.max_seq_length - len(question) - 3
+        if max_tokens < 1:
+            raise SquadError(f"--max_seq_length {s.max_seq_length} leaves no room for context "
+                             f"after a {len(question)}-token question")
+        answer_tokens = None
+        if example.answers:
+            text, start_char = example.answers[0]
+            answer_tokens = _char_span_to_tokens(offsets, start_char, start_char + len(text))
+        if training and not example.is_impossible and answer_tokens is None:
+            continue  # its answer is not in the context: nothing to learn from
+        windows = list(_windows(len(ids), max_tokens, s.doc_stride)) if ids else [(0, 0)]
+        for w_start, w_len in windows:
+            prefix = 1 + len(question) + 1
+            input_ids = [cls_id, *question, sep_id, *ids[w_start:w_start + w_len], sep_id]
+            type_ids = [0] * prefix + [1] * (w_len + 1)
+            spans = [None] * prefix + [tuple(offsets[t]) for t in range(w_start, w_start + w_len)]
+            spans.append(None)
+            max_ctx = [False] * prefix + [
+                _is_max_context(windows, (w_start, w_len), t)
+                for t in range(w_start, w_start + w_len)
+            ] + [False]
+            start_pos = end_pos = 0
+            if answer_tokens is not None and not example.is_impossible:
+                a, b = answer_tokens
+                if w_start <= a and b < w_start + w_len:
+                    start_pos, end_pos = a - w_start + prefix, b - w_start + prefix
+            pad = s.max_seq_length - len(input_ids)
+            features.append(Feature(
+                example_index=idx,
+                input_ids=input_ids + [pad_id] * pad,
+                token_type_ids=type_ids + [0] * pad,
+                attention_mask=[1] * len(input_ids) + [0] * pad,
+                start_position=start_pos,
+                end_position=end_pos,
+                token_spans=spans + [None] * pad,
+                max_context=max_ctx + [False] * pad,
+            ))
+    return features
+
+
+def _char_span_to_tokens(offsets, start_char: int, end_char: int):
+    """First token ending after start_char .. last token starting before end_char."""
+    start = next((t for t, (s, e) in enumerate(offsets) if e > start_char and e > s), None)
+    end = next((t for t in range(len(offsets) - 1, -1, -1)
+                if offsets[t][0] < end_char and offsets[t][1] > offsets[t][0]), None)
+    if start is None or end is None or end < start:
+        return None
+    return start, end
+
+
+def _is_max_context(windows, current, token: int) -> bool:
+    """Whether `current` is the window where `token` has the most context on both sides."""
+    best_score, best = None, None
+    for w_start, w_len in windows:
+        end = w_start + w_len - 1
+        if token < w_start or token > end:
+            continue
+        score = min(token - w_start, end - token) + 0.01 * w_len
+        if best_score is None or score > best_score:
+            best_score, best = score, (w_start, w_len)
+    return best == current
+
+
+def answer_recovery_rate(examples: list[Example], features: list[Feature]) -> float:
+    """Fraction of answerable examples whose labelled token span maps back to the gold text."""
+    from albert.squad_metrics import normalize_answer
+
+    ok, total = 0, 0
+    by_example: dict[int, list[Feature]] = {}
+    for f in features:
+        by_example.setdefault(f.example_index, []).append(f)
+    for idx, example in enumerate(examples):
+        if example.is_impossible or not example.answers:
+            continue
+        total += 1
+        for f in by_example.get(idx, []):
+            if f.start_position > 0:
+                text = example.context[f.token_spans[f.start_position][0]:
+                                       f.token_spans[f.end_position][1]]
+                if normalize_answer(text) == normalize_answer(example.answers[0][0]):
+                    ok += 1
+                    break
+    return ok / max(total, 1)
+
+
+# -- caching ----------------------------------------------------------------------------------
+
+
+def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bool) -> str:
+    h = hashlib.sha256()
+    for file in (path, spm_model):
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    h.update(json.dumps([dataclasses.asdict(settings), training, CACHE_VERSION]).encode())
+    return h.hexdigest()[:16]
+
+
+def write_feature_cache(features: list[Feature], prefix: str) -> None:
+    """<prefix>.tfrecord (model inputs and labels) + <prefix>.meta.json (alignment), atomically."""
+    import tensorflow as tf
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+    tmp = prefix + ".tfrecord.tmp"
+    with tf.io.TFRecordWriter(tmp) as writer:
+        for i, f in enumerate(features):
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "input_ids": ints(f.input_ids),
+                "attention_mask": ints(f.attention_mask),
+                "token_type_ids": ints(f.token_type_ids),
+                "start_positions": ints([f.start_position]),
+                "end_positions": ints([f.end_position]),
+                "feature_index": ints([i]),
+            }))
+            writer.write(example.SerializeToString())
+    meta = [{"example_index": f.example_index, "token_spans": f.token_spans,
+             "max_context": f.max_context} for f in features]
+    with open(prefix + ".meta.json.tmp", "w", encoding="utf-8") as out:
+        json.dump(meta, out)
+    os.replace(prefix + ".meta.json.tmp", prefix + ".meta.json")
+    os.replace(tmp, prefix + ".tfrecord")  # last: its presence means the cache is complete
+
+
+def read_feature_meta(prefix: str) -> list[dict]:
+    with open(prefix + ".meta.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def feature_dataset(prefix: str, max_seq_length: int):
+    """tf.data of cached features with the model's input names (+ labels, feature_index)."""
+    import tensorflow as tf
+
+    spec = {
+        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "attention_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "token_type_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "start_positions": tf.io.FixedLenFeature([1], tf.int64),
+        "end_positions": tf.io.FixedLenFeature([1], tf.int64),
+        "feature_index": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        out = {k: tf.cast(v, tf.int32) for k, v in parsed.items()}
+        for k in ("start_positions", "end_positions", "feature_index"):
+            out[k] = out[k][:, 0]
+        return out
+
+    return tf.data.TFRecordDataset(prefix + ".tfrecord"), parse
+
+
+# -- answers from logits ----------------------------------------------------------------------
+
+
+def postprocess(examples: list[Example], meta: list[dict], results: dict, *, n_best: int = 20,
+                max_answer_length: int = 30, version_2: bool = False,
+                null_score_diff_threshold: float = 0.0):
+    """results: {feature_index: (start_logits, end_logits)} -> (predictions, nbest, null_odds).
+
+    For each example, the best spans over all its windows (start <= end, at most
+    max_answer_length tokens, inside the context, start token in its max-context window).
+    v2: the null score is the smallest [CLS] start+end over the windows; the answer is "" when
+    null_score - best_span_score > null_score_diff_threshold; null_odds holds that difference.
+    """
+    by_example: dict[int, list[int]] = {}
+    for i, m in enumerate(meta):
+        by_example.setdefault(m["example_index"], []).append(i)
+    predictions, nbest_out, null_odds = {}, {}, {}
+    for idx, example in enumerate(examples):
+        candidates, null_score = [], math.inf
+        for fi in by_example.get(idx, []):
+            if fi not in results:
+                continue
+            start_logits, end_logits = (np.asarray(x) for x in results[fi])
+            spans, max_ctx = meta[fi]["token_spans"], meta[fi]["max_context"]
+            null_score = min(null_score, float(start_logits[0] + end_logits[0]))
+            starts = np.argsort(start_logits)[::-1][:n_best]
+            ends = np.argsort(end_logits)[::-1][:n_best]
+            for s in starts:
+                if spans[s] is None or not max_ctx[s]:
+                    continue
+                for e in ends:
+                    if spans[e] is None or e < s or e - s + 1 > max_answer_length:
+                        continue
+                    candidates.append((float(start_logits[s] + end_logits[e]),
+                                       spans[s][0], spans[e][1]))
+        candidates.sort(key=lambda c: c[0], reverse=True)
+        seen, nbest = set(), []
+        for score, a, b in candidates:
+            text = example.context[a:b]
+            if text in seen:
+                continue
+            seen.add(text)
+            nbest.append({"text": text, "score": score})
+            if len(nbest) >= n_best:
+                break
+        if version_2 and math.isfinite(null_score):
+            nbest.append({"text": "", "score": null_score})
+            nbest.sort(key=lambda c: c["score"], reverse=True)
+        if not nbest:
+            nbest = [{"text": "", "score": 0.0}]
+        scores = np.array([c["score"] for c in nbest])
+        probs = np.exp(scores - scores.max())
+        probs /= probs.sum()
+        for c, p in zip(nbest, probs, strict=True):
+            c["probability"] = float(p)
+        best_span = next((c for c in nbest if c["text"]), None)
+        if version_2:
+            diff = null_score - (best_span["score"] if best_span else -math.inf)
+            null_odds[example.qid] = float(diff) if math.isfinite(diff) else 1e9
+            answer = "" if (best_span is None or diff > null_score_diff_threshold) \
+                else best_span["text"]
+        else:
+            answer = best_span["text"] if best_span else ""
+        predictions[example.qid] = answer
+        nbest_out[example.qid] = nbest
+    return predictions, nbest_out, null_odds

@@ -1,0 +1,129 @@
+"""A SQuAD-format question set written over the bundled corpus, for the demo and tests.
+
+    python -m albert.data.squad_sample --output_dir squad/ --version v2.0
+
+Each context is a passage of CPython's help text with a fact planted in it ("The owner of the
+zorvan module is mira castell."); each question asks for it ("What is the owner of the zorvan
+module?"), answered by an extractive span. With --version v2.0 a third of the questions are
+unanswerable (their passage holds no fact). --hard adds distractor facts. Written in the official
+layout (data -> paragraphs -> context, qas -> id, question, answers[text, answer_start],
+is_impossible), so run_squad and squad_eval read it like the real files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+
+from albert.data.sample import pydoc_documents
+
+ENTITIES = ["zorvan", "quillet", "marbo", "tessel", "ovrin", "calder", "brisk", "halvard",
+            "pellin", "ursa", "norrik", "vesper", "dunmore", "fennick", "grisel", "ambrose"]
+KINDS = ["module", "service", "library", "daemon", "compiler", "toolkit"]
+ATTRIBUTES = ["owner", "maintainer", "author", "reviewer", "sponsor"]
+FIRST = ["mira", "tomas", "ines", "kofi", "lena", "arjun", "sofia", "pavel", "nadia", "oscar"]
+LAST = ["castell", "brandt", "okafor", "lindqvist", "moreau", "tanaka", "silva", "novak"]
+
+
+def _fact(rng):
+    entity = f"the {rng.choice(ENTITIES)} {rng.choice(KINDS)}"
+    attribute = rng.choice(ATTRIBUTES)
+    value = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    return entity, attribute, value
+
+
+def make_split(passages, n_questions: int, version: str, seed: int, prefix: str,
+               hard: bool = False) -> dict:
+    """hard=False: an answerable passage holds exactly the fact asked for and an unanswerable
+    one holds none (a tiny model learns this in minutes on a CPU). hard=True: half the passages
+    add a distractor fact and unanswerable questions ask about a fact that is not the planted one,
+    so the model must match entity and attribute."""
+    rng = random.Random(seed)
+    paragraphs = []
+    for q in range(n_questions):
+        sentences = list(rng.choice(passages))
+        impossible = version == "v2.0" and rng.random() < 1 / 3
+        facts = [_fact(rng)]
+        if hard and rng.random() < 0.5:
+            other = _fact(rng)
+            if other[:2] != facts[0][:2]:
+                facts.append(other)
+        planted = facts if (hard or not impossible) else []
+        for entity, attribute, value in planted:
+            sentences.insert(rng.randint(0, len(sentences)),
+                             f"The {attribute} of {entity} is {value}.")
+        context = " ".join(sentences)
+        if impossible:
+            entity, attribute, _ = _fact(rng)
+            while any((entity, attribute) == f[:2] for f in facts):
+                entity, attribute, _ = _fact(rng)
+        else:
+            entity, attribute, value = facts[0]
+        qa = {"id": f"{prefix}-{q:05d}", "question": f"What is the {attribute} of {entity}?"}
+        if impossible:
+            qa["answers"] = []
+        else:
+            sentence = f"The {attribute} of {entity} is {value}."
+            start = context.index(sentence) + sentence.index(value)
+            qa["answers"] = [{"text": value, "answer_start": start}]
+        if version == "v2.0":
+            qa["is_impossible"] = impossible
+        paragraphs.append({"context": context, "qas": [qa]})
+    return {"version": version if version == "v2.0" else "1.1",
+            "data": [{"title": "pydoc topics with planted facts", "paragraphs": paragraphs}]}
+
+
+def passages(sentences_per_passage=(3, 6)):
+    """Consecutive runs of sentences from the corpus documents."""
+    out = []
+    rng = random.Random(0)
+    for doc in pydoc_documents():
+        i = 0
+        while i < len(doc):
+            n = rng.randint(*sentences_per_passage)
+            chunk = [s for s in doc[i:i + n] if len(s) < 400]
+            if chunk:
+                out.append(chunk)
+            i += n
+    return out
+
+
+def write_sample(output_dir: str, version: str = "v2.0", train_questions: int = 2000,
+                 dev_questions: int = 300, seed: int = 1, hard: bool = False) -> tuple[str, str]:
+    os.makedirs(output_dir, exist_ok=True)
+    pool = passages()
+    rng = random.Random(seed)
+    rng.shuffle(pool)
+    cut = int(len(pool) * 0.85)  # dev passages are never seen in training
+    tag = "v2.0" if version == "v2.0" else "v1.1"
+    paths = []
+    for name, split, n, s in (("train", pool[:cut], train_questions, seed),
+                              ("dev", pool[cut:], dev_questions, seed + 1)):
+        path = os.path.join(output_dir, f"{name}-{tag}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(make_split(split, n, version, s, name, hard), f)
+        paths.append(path)
+    return paths[0], paths[1]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--output_dir", required=True)
+    p.add_argument("--version", choices=("v1.1", "v2.0"), default="v2.0")
+    p.add_argument("--train_questions", type=int, default=2000)
+    p.add_argument("--dev_questions", type=int, default=300)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--hard", action="store_true",
+                   help="distractor facts and unanswerable questions about absent facts")
+    args = p.parse_args(argv)
+    train, dev = write_sample(args.output_dir, args.version, args.train_questions,
+                              args.dev_questions, args.seed, args.hard)
+    print(f"wrote {train} and {dev}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

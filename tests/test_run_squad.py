@@ -1,0 +1,108 @@
+"""run_squad as a user runs it: learning, official scoring, multi-rank prediction, errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert.data.squad_sample import write_sample
+
+HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+
+
+def run_squad(argv, timeout=600, check=True, launcher=()):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_squad", *argv],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def squad_files(tmp_path_factory):
+    out = tmp_path_factory.mktemp("squad_data")
+    return write_sample(str(out), "v2.0", train_questions=1200, dev_questions=200, seed=3)
+
+
+@pytest.fixture(scope="module")
+def finetuned(squad_files, sample_vocab, tmp_path_factory):
+    out = tmp_path_factory.mktemp("squad_run")
+    train, dev = squad_files
+    argv = ["--train_file", train, "--predict_file", dev, "--model_size", "tiny",
+            "--spm_model", sample_vocab, "--max_seq_length", "160", "--per_gpu_batch_size", "16",
+            "--learning_rate", "5e-4", "--num_train_epochs", "2", "--log_frequency", "25",
+            "--output_dir", str(out / "pred"), "--cache_dir", str(out / "cache"),
+            "--checkpoint_dir", str(out / "ckpt"), "--log_dir", str(out / "logs"),
+            "--no_progress"]
+    proc = run_squad(argv)
+    return out, argv, proc
+
+
+def test_tiny_model_learns_planted_answers(finetuned, squad_files):
+    out, _, proc = finetuned
+    assert "100.00% of answers recoverable" in proc.stderr
+    result = json.loads((out / "pred" / "eval_results.json").read_text())
+    baseline = 100.0 * result["NoAns_total"] / result["total"]  # answering "" everywhere
+    print(f"dev F1 {result['f1']:.1f} (all-empty baseline {baseline:.1f})")
+    assert result["f1"] > baseline + 15
+    assert result["HasAns_f1"] > 30
+    # The files the official script reads, and the official numbers from them.
+    preds = json.loads((out / "pred" / "predictions.json").read_text())
+    odds = json.loads((out / "pred" / "null_odds.json").read_text())
+    nbest = json.loads((out / "pred" / "nbest_predictions.json").read_text())
+    assert set(preds) == set(odds) == set(nbest) and len(preds) == result["total"]
+    scored = subprocess.run([sys.executable, "-m", "albert.squad_eval", squad_files[1],
+                             str(out / "pred" / "predictions.json"), "--na-prob-file",
+                             str(out / "pred" / "null_odds.json")], capture_output=True,
+                            text=True, check=True)
+    assert json.loads(scored.stdout)["f1"] == pytest.approx(result["f1"])
+    records = [json.loads(line) for line in open(out / "logs" / "metrics.jsonl")]
+    eval_rows = [r for r in records if r["split"] == "eval"]
+    assert eval_rows and {"exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1"} <= set(eval_rows[0])
+    train_rows = [r for r in records if r["split"] == "train"]
+    assert train_rows[-1]["loss"] < train_rows[0]["loss"]
+
+
+def test_prediction_split_across_two_ranks_matches_one(finetuned, squad_files, tmp_path):
+    out, _, _ = finetuned
+    _, dev = squad_files
+    common = ["--predict_file", dev, "--load_from", "huggingface", "--checkpoint_path",
+              str(out / "ckpt" / "final"), "--max_seq_length", "160", "--cache_dir",
+              str(out / "cache"), "--log_dir", str(tmp_path / "logs"), "--no_progress",
+              "--eval_batch_size", "32"]
+    one = run_squad(common + ["--output_dir", str(tmp_path / "one")])
+    assert "using cached features" in one.stderr  # the dev features were cached by training
+    two = run_squad(common + ["--output_dir", str(tmp_path / "two")],
+                    launcher=(HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2"))
+    assert "SQuAD v2.0" in two.stdout
+    p1 = json.loads((tmp_path / "one" / "predictions.json").read_text())
+    p2 = json.loads((tmp_path / "two" / "predictions.json").read_text())
+    assert p1 == p2 and len(p1) == 200
+    original = json.loads((out / "pred" / "predictions.json").read_text())
+    assert p1 == original  # the exported model predicts what the trained one did
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--train_file", "/nonexistent/train.json"], "--train_file /nonexistent/train.json "
+                                                      "does not exist"),
+        (["--predict_file", "{bad}"], "is not valid JSON"),
+        (["--predict_file", "{dev}", "--spm_model", ""], "no vocabulary"),
+        (["--predict_file", "{dev}", "--load_from", "huggingface"], "needs --checkpoint_path"),
+    ],
+)
+def test_clear_errors(argv, message, squad_files, sample_vocab, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    argv = [a.replace("{bad}", str(bad)).replace("{dev}", squad_files[1]) for a in argv]
+    base = ["--model_size", "tiny", "--spm_model", sample_vocab, "--cache_dir",
+            str(tmp_path / "c"), "--output_dir", str(tmp_path / "o"), "--log_dir",
+            str(tmp_path / "l"), "--checkpoint_dir", str(tmp_path / "k")]
+    proc = run_squad(base + argv, check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,159 @@
+"""SQuAD preprocessing: alignment, windows, labels, caching, errors."""
+
+import json
+import os
+
+import pytest
+
+from albert.data import squad
+from albert.data.squad_sample import write_sample
+from albert.tokenization import load_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer(sample_vocab):
+    return load_tokenizer(sample_vocab)
+
+
+def write(tmp_path, paragraphs, version="v2.0"):
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({"version": version, "data": [{"title": "t",
+                                                             "paragraphs": paragraphs}]}))
+    return str(path)
+
+
+def test_bundled_set_answers_recoverable(tokenizer, tmp_path):
+    train, _ = write_sample(str(tmp_path), train_questions=400, dev_questions=10)
+    examples, _, stats = squad.read_squad(train)
+    features = squad.featurize(examples, tokenizer, squad.FeatureSettings(192, 64, 32), True)
+    rate = squad.answer_recovery_rate(examples, features)
+    print(f"answer recovery rate on the bundled set: {rate:.4f}")
+    assert rate >= 0.99
+    assert stats.mismatched_answers == 0
+
+
+def test_unicode_and_whitespace_alignment(tokenizer, tmp_path):
+    context = "Der  Müller\u00a0sagte: «Café\tcrème» kostet 3,50 €.\nEnde   des Satzes."
+    answers = [("Café\tcrème", context.index("Café")), ("3,50 €", context.index("3,50"))]
+    qas = [{"id": f"q{i}", "question": "was?", "is_impossible": False,
+            "answers": [{"text": t, "answer_start": s}]} for i, (t, s) in enumerate(answers)]
+    examples, _, _ = squad.read_squad(write(tmp_path, [{"context": context, "qas": qas}]))
+    features = squad.featurize(examples, tokenizer, squad.FeatureSettings(64, 32, 16), True)
+    for f in features:
+        text = context[f.token_spans[f.start_position][0]:f.token_spans[f.end_position][1]]
+        assert text == examples[f.example_index].answers[0][0]
+
+
+def test_long_context_gives_several_windows_with_max_context(tokenizer, tmp_path):
+    context = " ".join(f"Sentence number {i} talks about the interpreter." for i in range(60))
+    target = "Sentence number 42"
+    qas = [{"id": "q", "question": "which?", "is_impossible": False,
+            "answers": [{"text": target, "answer_start": context.index(target)}]}]
+    examples, _, _ = squad.read_squad(write(tmp_path, [{"context": context, "qas": qas}]))
+    settings = squad.FeatureSettings(max_seq_length=64, doc_stride=20, max_query_length=8)
+    features = squad.featurize(examples, tokenizer, settings, True)
+    assert len(features) > 5
+    labelled = [f for f in features if f.start_position > 0]
+    assert labelled and len(labelled) < len(features)  # other windows point at [CLS]
+    # Every context token is "max context" in exactly one window (counted by token position:
+    # a lone "▁" piece shares its character span with the next piece).
+    n_context = len(tokenizer(context, add_special_tokens=False)["input_ids"])
+    n_question = len(tokenizer("which?", add_special_tokens=False)["input_ids"])
+    windows = list(squad._windows(n_context, 64 - n_question - 3, 20))
+    assert len(windows) == len(features)
+    counts = [0] * n_context
+    for (w_start, w_len), f in zip(windows, features, strict=True):
+        prefix = n_question + 2
+        for k in range(w_len):
+            counts[w_start + k] += f.max_context[prefix + k]
+    assert set(counts) == {1}
+    for f in features:
+        assert len(f.input_ids) == 64 and f.input_ids[0] == tokenizer.cls_token_id
+
+
+def test_impossible_questions_point_at_cls(tokenizer, tmp_path):
+    qas = [{"id": "q", "question": "who?", "is_impossible": True, "answers": []}]
+    examples, _, stats = squad.read_squad(write(tmp_path, [{"context": "Nothing here.",
+                                                            "qas": qas}]))
+    assert stats.impossible == 1
+    (feature,) = squad.featurize(examples, tokenizer, squad.FeatureSettings(32, 16, 8), True)
+    assert feature.start_position == feature.end_position == 0
+
+
+def test_mismatched_answers_are_counted_not_silently_dropped(tmp_path):
+    context = "The owner is mira castell and the port is 8080."
+    qas = [
+        {"id": "ok", "question": "?", "answers": [{"text": "mira castell",
+                                                   "answer_start": 13}]},
+        {"id": "off", "question": "?", "answers": [{"text": "8080", "answer_start": 3}]},
+        {"id": "bad", "question": "?", "answers": [{"text": "not there", "answer_start": 0}]},
+    ]
+    examples, _, stats = squad.read_squad(write(tmp_path, [{"context": context, "qas": qas}],
+                                                version="1.1"))
+    assert stats.realigned_answers == 1 and stats.mismatched_answers == 1
+    assert examples[1].answers == [("8080", context.index("8080"))]
+    assert examples[2].answers == []  # still a question to predict and score
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{broken", "is not valid JSON"),
+        ('{"data": 3}', "not in the SQuAD layout"),
+        ('{"data": [{"paragraphs": [{"qas": []}]}]}', "needs a 'context' string"),
+        ('{"data": [{"paragraphs": [{"context": "c", "qas": [{"question": "q"}]}]}]}',
+         "qas\\[0\\] needs 'id'"),
+    ],
+)
+def test_malformed_files(content, message, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(squad.SquadError, match=message):
+        squad.read_squad(str(path))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="SQuAD file not found"):
+        squad.read_squad(str(tmp_path / "nope.json"))
+
+
+def test_cache_round_trip_and_key(tokenizer, sample_vocab, tmp_path):
+    train, _ = write_sample(str(tmp_path), train_questions=20, dev_questions=5)
+    examples, _, _ = squad.read_squad(train)
+    settings = squad.FeatureSettings(128, 64, 32)
+    features = squad.featurize(examples, tokenizer, settings, True)
+    key = squad.cache_key(train, settings, sample_vocab, True)
+    assert key != squad.cache_key(train, squad.FeatureSettings(256, 64, 32), sample_vocab, True)
+    prefix = str(tmp_path / f"cache.{key}")
+    squad.write_feature_cache(features, prefix)
+    records, parse = squad.feature_dataset(prefix, 128)
+    batch = parse(next(iter(records.batch(len(features)))))
+    assert batch["input_ids"].shape == (len(features), 128)
+    assert list(batch["start_positions"].numpy()) == [f.start_position for f in features]
+    assert len(squad.read_feature_meta(prefix)) == len(features)
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_postprocess_picks_best_valid_span_and_null(tokenizer, tmp_path):
+    import numpy as np
+
+    context = "The owner of the zorvan module is mira castell."
+    qas = [{"id": "q", "question": "Who owns zorvan?", "is_impossible": False,
+            "answers": [{"text": "mira castell", "answer_start": context.index("mira")}]}]
+    examples, _, _ = squad.read_squad(write(tmp_path, [{"context": context, "qas": qas}]))
+    (f,) = squad.featurize(examples, tokenizer, squad.FeatureSettings(48, 16, 16), False)
+    meta = [{"example_index": 0, "token_spans": f.token_spans, "max_context": f.max_context}]
+    start = np.full(48, -5.0)
+    end = np.full(48, -5.0)
+    a, b = squad._char_span_to_tokens(
+        [s if s else (0, 0) for s in f.token_spans], context.index("mira"), len(context) - 1)
+    start[a], end[b] = 4.0, 4.0
+    start[0] = end[0] = 1.0  # null score 2 < span score 8
+    preds, nbest, odds = squad.postprocess(examples, meta, {0: (start, end)}, version_2=True)
+    assert preds["q"] == "mira castell"
+    assert odds["q"] == pytest.approx(2.0 - 8.0)
+    assert nbest["q"][0]["text"] == "mira castell"
+    assert sum(c["probability"] for c in nbest["q"]) == pytest.approx(1.0)
+    start[0] = end[0] = 10.0  # now "no answer" wins
+    preds, _, odds = squad.postprocess(examples, meta, {0: (start, end)}, version_2=True)
+    assert preds["q"] == "" and odds["q"] == pytest.approx(12.0)
