@@ -1,0 +1,8 @@
+"""SageMaker entry point (sagemaker_program=run_pretraining.py): the installed albert.run_pretraining."""
+
+import sys
+
+from albert.sagemaker_entry import main
+
+if __name__ == "__main__":
+    sys.exit(main("run_pretraining"))

@@ -1,0 +1,338 @@
+"""Measure training throughput, MFU and scaling; print one JSON object (and write it to --output).
+
+    .venv/bin/python scripts/benchmark.py --model_size base --max_seq_length 128 \\
+        --per_gpu_batch_size 8 --precision fp32 --compare_hf
+
+What is timed is the real update run_pretraining uses (Trainer.train_step: XLA micro-batch
+gradients, accumulation, allreduce, clipping, LAMB) on synthetic batches of the real shapes, after
+warm-up, repeated --repeats times; the reported step time is the median and the spread is min/max.
+
+FLOPs per sequence (matmuls only; training = 3 x forward: the backward pass costs two forwards),
+S = sequence, P = predicted positions, E/H/I = embedding/hidden/FFN sizes, L = layers, V = vocab:
+    forward = 2*S*E*H                                 embedding projection
+            + L * (8*S*H^2 + 4*S^2*H + 4*S*H*I)       Q/K/V/out, scores + context, FFN
+            + 2*P*H*E + 2*P*E*V                       MLM head at the masked positions only
+            + 2*H^2 + 4*H                             pooler, SOP classifier
+MFU = achieved FLOP/s / peak. On CPU the peak is measured in the same run with a large float32
+matmul; on a GPU it is the published dense peak for the precision (the measured matmul peak is
+reported beside it).
+
+Stable JSON keys: seq_per_sec, tokens_per_sec, step_time_s, step_time_min_s, step_time_max_s,
+flops_per_seq, achieved_flops, peak_flops, measured_matmul_flops, mfu; with --compare_hf also
+hf_seq_per_sec, ratio_vs_hf; with --input_pipeline reader_records_per_sec, reader_vs_step;
+with --horovod N scaling (seq_per_sec for 1 and N processes, weak_scaling_efficiency); with
+--data_prep data_prep_instances_per_sec.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+# Published dense (no sparsity) tensor-core peaks, FLOP/s, by precision.
+GPU_PEAKS = {
+    "H200": {"bf16": 989.4e12, "fp16": 989.4e12, "fp32": 494.7e12},
+    "H100": {"bf16": 989.4e12, "fp16": 989.4e12, "fp32": 494.7e12},
+    "A100": {"bf16": 312e12, "fp16": 312e12, "fp32": 156e12},
+    "A10G": {"bf16": 125e12, "fp16": 125e12, "fp32": 31.2e12},
+    "L4": {"bf16": 121e12, "fp16": 121e12, "fp32": 30.3e12},
+    "V100": {"bf16": 0.0, "fp16": 125e12, "fp32": 15.7e12},
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model_size", default="base")
+    p.add_argument("--max_seq_length", type=int, default=128)
+    p.add_argument("--max_predictions_per_seq", type=int, default=20)
+    p.add_argument("--per_gpu_batch_size", type=int, default=8)
+    p.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    p.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
+    p.add_argument("--skip_xla", action="store_true")
+    p.add_argument("--vocab_size", type=int, default=30000)
+    p.add_argument("--steps", type=int, default=10, help="timed updates per repeat")
+    p.add_argument("--warmup", type=int, default=3, help="untimed updates first (compilation)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--compare_hf", action="store_true",
+                   help="time transformers' PyTorch AlbertForPreTraining in the same run")
+    p.add_argument("--input_pipeline", default=None, metavar="TFRECORD_PATTERN",
+                   help="also time the reader on these TFRecords")
+    p.add_argument("--horovod", type=int, default=0, metavar="N",
+                   help="run under horovodrun with 1 and N processes: weak scaling")
+    p.add_argument("--data_prep", default=None, metavar="TEXT_FILE",
+                   help="also time create_pretraining_data on this text")
+    p.add_argument("--spm_model", default=None, help="vocabulary for --data_prep")
+    p.add_argument("--output", default="benchmark.json")
+    p.add_argument("--no_step", action="store_true", help="skip the training-step benchmark")
+    return p.parse_args(argv)
+
+
+def flops_per_sequence(config, seq: int, preds: int) -> float:
+    s, e, h, i = seq, config.embedding_size, config.hidden_size, config.intermediate_size
+    layers, v = config.num_hidden_layers, config.vocab_size
+    forward = (2 * s * e * h
+               + layers * (8 * s * h * h + 4 * s * s * h + 4 * s * h * i)
+               + 2 * preds * h * e + 2 * preds * e * v
+               + 2 * h * h + 4 * h)
+    return 3.0 * forward
+
+
+def synthetic_batch(args, vocab_size, rng):
+    import numpy as np
+    import tensorflow as tf
+
+    a, b, s, p = (args.gradient_accumulation_steps, args.per_gpu_batch_size,
+                  args.max_seq_length, args.max_predictions_per_seq)
+    positions = np.sort(np.stack([np.stack([rng.choice(np.arange(1, s - 1), p, replace=False)
+                                            for _ in range(b)]) for _ in range(a)]), axis=-1)
+    return {
+        "input_ids": tf.constant(rng.integers(5, vocab_size, (a, b, s)), tf.int32),
+        "attention_mask": tf.ones((a, b, s), tf.int32),
+        "token_type_ids": tf.constant(np.repeat(np.arange(s)[None, None] >= s // 2, b, 1)
+                                      .repeat(a, 0).astype(np.int32)),
+        "masked_lm_positions": tf.constant(positions, tf.int32),
+        "masked_lm_ids": tf.constant(rng.integers(5, vocab_size, (a, b, p)), tf.int32),
+        "masked_lm_weights": tf.ones((a, b, p), tf.float32),
+        "sop_labels": tf.constant(rng.integers(0, 2, (a, b)), tf.int32),
+    }
+
+
+def measure_matmul_peak(precision: str, on_gpu: bool) -> float:
+    import tensorflow as tf
+
+    n = 8192 if on_gpu else 2048
+    dtype = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}[precision]
+    if not on_gpu:
+        dtype = tf.float32  # the CPU peak is the float32 one, whatever the policy
+    a = tf.random.normal((n, n), dtype=tf.float32)
+    a = tf.cast(a, dtype)
+
+    @tf.function
+    def mm(x):
+        for _ in range(10):
+            x = tf.matmul(x, a) * tf.cast(1e-3, dtype)
+        return x
+
+    mm(a).numpy()
+    best = 0.0
+    for _ in range(3):
+        t = time.perf_counter()
+        mm(a).numpy()
+        best = max(best, 10 * 2 * n ** 3 / (time.perf_counter() - t))
+    return best
+
+
+def bench_step(args) -> dict:
+    import numpy as np
+    import tensorflow as tf
+
+    from albert import distributed
+    from albert.config import AlbertConfig
+    from albert.losses import PRETRAINING_METRICS, pretraining_loss
+    from albert.modeling import AlbertForPreTraining
+    from albert.optimization import make_optimizer
+    from albert.training import Trainer, set_precision
+
+    dist = distributed.init()
+    set_precision(args.precision)
+    config = AlbertConfig.from_preset(args.model_size, vocab_size=args.vocab_size,
+                                      classifier_dropout_prob=0.0)
+    model = AlbertForPreTraining(config).build_for_config()
+    optimizer = make_optimizer("lamb", model.trainable_variables)
+    trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
+                      metric_names=PRETRAINING_METRICS,
+                      accum_steps=args.gradient_accumulation_steps, precision=args.precision,
+                      xla=not args.skip_xla)
+    trainer.broadcast_state()
+    batch = synthetic_batch(args, config.vocab_size, np.random.default_rng(dist.rank))
+    for _ in range(args.warmup):
+        trainer.train_step(batch)
+    int(trainer.step)
+    times = []
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        for _ in range(args.steps):
+            trainer.train_step(batch)
+        int(trainer.step)  # wait for the last update
+        times.append((time.perf_counter() - t) / args.steps)
+    step_time = statistics.median(times)
+    seqs = args.per_gpu_batch_size * args.gradient_accumulation_steps * dist.size
+    gpus = tf.config.list_physical_devices("GPU")
+    measured = measure_matmul_peak(args.precision, bool(gpus))
+    peak, device = measured, f"CPU ({os.cpu_count()} cores, {platform.processor() or 'x86_64'})"
+    if gpus:
+        details = tf.config.experimental.get_device_details(gpus[0])
+        device = details.get("device_name", "GPU")
+        published = next((v for k, v in GPU_PEAKS.items() if k in device), None)
+        if published and published.get(args.precision):
+            peak = published[args.precision] * dist.size
+    flops = flops_per_sequence(config, args.max_seq_length, args.max_predictions_per_seq)
+    achieved = flops * seqs / step_time
+    return {
+        "device": device,
+        "ranks": dist.size,
+        "seq_per_sec": seqs / step_time,
+        "tokens_per_sec": seqs * args.max_seq_length / step_time,
+        "step_time_s": step_time,
+        "step_time_min_s": min(times),
+        "step_time_max_s": max(times),
+        "flops_per_seq": flops,
+        "achieved_flops": achieved,
+        "peak_flops": peak,
+        "measured_matmul_flops": measured,
+        "mfu": achieved / peak,
+        "parameters": int(sum(int(tf.size(v)) for v in model.weights)),
+    }
+
+
+def bench_hf(args) -> dict:
+    """transformers' PyTorch AlbertForPreTraining: forward, backward, AdamW, same shapes."""
+    import numpy as np
+    import torch
+    import transformers
+
+    from albert.config import AlbertConfig
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    config = AlbertConfig.from_preset(args.model_size, vocab_size=args.vocab_size,
+                                      classifier_dropout_prob=0.0)
+    model = transformers.AlbertForPreTraining(transformers.AlbertConfig(**config.to_dict()))
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    rng = np.random.default_rng(0)
+    b = args.per_gpu_batch_size * args.gradient_accumulation_steps
+    s = args.max_seq_length
+    ids = torch.tensor(rng.integers(5, config.vocab_size, (b, s)))
+    labels = torch.full((b, s), -100)
+    for row in range(b):
+        pos = rng.choice(np.arange(1, s - 1), args.max_predictions_per_seq, replace=False)
+        labels[row, pos] = ids[row, pos]
+    types = torch.tensor((np.arange(s)[None] >= s // 2).repeat(b, 0).astype(np.int64))
+    sop = torch.tensor(rng.integers(0, 2, (b,)))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        out = model(input_ids=ids, token_type_ids=types, labels=labels, sentence_order_label=sop)
+        out.loss.backward()
+        opt.step()
+
+    for _ in range(args.warmup):
+        step()
+    times = []
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        times.append((time.perf_counter() - t) / args.steps)
+    return {"hf_seq_per_sec": b / statistics.median(times),
+            "hf_step_time_s": statistics.median(times)}
+
+
+def bench_reader(args, step_seq_per_sec: float | None) -> dict:
+    from albert.data.reader import pretraining_dataset
+
+    ds = pretraining_dataset(args.input_pipeline, args.per_gpu_batch_size, args.max_seq_length,
+                             args.max_predictions_per_seq, shuffle_buffer=1000)
+    it = iter(ds)
+    for _ in range(20):
+        next(it)
+    n, t = 0, time.perf_counter()
+    while time.perf_counter() - t < 5.0:
+        next(it)
+        n += args.per_gpu_batch_size
+    rate = n / (time.perf_counter() - t)
+    out = {"reader_records_per_sec": rate}
+    if step_seq_per_sec:
+        out["reader_vs_step"] = rate / step_seq_per_sec
+    return out
+
+
+def bench_horovod(args, argv) -> dict:
+    horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+    results = {}
+    for n in (1, args.horovod):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "r.json")
+            inner = [a for a in argv if a not in ("--compare_hf",)]
+            inner = _drop_flag(_drop_flag(_drop_flag(inner, "--horovod"), "--output"),
+                               "--input_pipeline")
+            cmd = [horovodrun, "-np", str(n), "--gloo", "-H", f"localhost:{n}", sys.executable,
+                   os.path.abspath(__file__), *inner, "--output", out]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            with open(out) as f:
+                results[n] = json.load(f)["seq_per_sec"]
+    n = args.horovod
+    return {"scaling": {"processes": [1, n], "seq_per_sec": [results[1], results[n]],
+                        "weak_scaling_efficiency": results[n] / (n * results[1])}}
+
+
+def _drop_flag(argv, flag):
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == flag:
+            skip = True
+            continue
+        if a.startswith(flag + "="):
+            continue
+        out.append(a)
+    return out
+
+
+def bench_data_prep(args) -> dict:
+    if not args.spm_model:
+        raise SystemExit("error: --data_prep needs --spm_model")
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "albert.create_pretraining_data", "--input", args.data_prep,
+               "--spm_model", args.spm_model, "--output_dir", tmp, "--max_seq_length",
+               str(args.max_seq_length), "--max_predictions_per_seq",
+               str(args.max_predictions_per_seq), "--processes", str(os.cpu_count() or 1),
+               "--num_shards", "4", "--no_progress"]
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        with open(os.path.join(tmp, "summary.json")) as f:
+            summary = json.load(f)
+    return {"data_prep_instances_per_sec": summary["instances"] / wall,
+            "data_prep_instances": summary["instances"], "data_prep_processes": os.cpu_count(),
+            "data_prep_text_mb": os.path.getsize(args.data_prep) / 1e6}
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    result = {"config": {k: v for k, v in vars(args).items() if k != "output"}}
+    if not args.no_step:
+        result.update(bench_step(args))
+    if args.compare_hf:
+        result.update(bench_hf(args))
+        if "seq_per_sec" in result:
+            result["ratio_vs_hf"] = result["seq_per_sec"] / result["hf_seq_per_sec"]
+    if args.input_pipeline:
+        result.update(bench_reader(args, result.get("seq_per_sec")))
+    if args.horovod:
+        result.update(bench_horovod(args, argv))
+    if args.data_prep:
+        result.update(bench_data_prep(args))
+    rank = int(os.environ.get("HOROVOD_RANK", "0"))
+    if rank == 0:
+        text = json.dumps(result, indent=2)
+        print(text)
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

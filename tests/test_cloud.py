@@ -1,0 +1,252 @@
+"""The cloud path: the SageMaker request (botocore model, a real moto server on 127.0.0.1, metric
+regexes against real log lines), the training image (hadolint) and the templates (cfn-lint)."""
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+
+import boto3
+import botocore.session
+import pytest
+from botocore.validate import ParamValidator
+from conftest import PREDS, REPO_ROOT, SEQ
+
+from albert.sagemaker_entry import normalize
+
+BIN = os.path.dirname(sys.executable)
+LAUNCHER = os.path.join(REPO_ROOT, "scripts", "launch_sagemaker.py")
+
+
+def load_launcher():
+    spec = importlib.util.spec_from_file_location("launch_sagemaker", LAUNCHER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+JOB = ["--entry_point", "run_pretraining", "--sm_job_name", "albert-base",
+       "--role", "arn:aws:iam::123456789012:role/SageMakerRole",
+       "--image_name", "123456789012.dkr.ecr.us-east-1.amazonaws.com/albert-tf:1",
+       "--fsx_id", "fs-0123456789abcdef0", "--fsx_mount_name", "abcdefgh",
+       "--subnet_ids", "subnet-0123,subnet-4567", "--security_group_ids", "sg-0123",
+       "--output_s3_uri", "s3://bucket/albert/output",
+       "--instance_type", "ml.p4d.24xlarge", "--instance_count", "2",
+       "--use_spot", "--checkpoint_s3_uri", "s3://bucket/albert/checkpoints",
+       # passed through to run_pretraining:
+       "--train_dir", "albert/train", "--model_size", "base", "--skip_xla",
+       "--config_override", "hidden_dropout_prob=0.1", "num_hidden_layers=6"]
+
+
+@pytest.fixture
+def request_dict():
+    ls = load_launcher()
+    args, rest = ls.parse_args(JOB)
+    return ls.build_request(args, rest, ls.job_name(args.sm_job_name))
+
+
+def test_request_content(request_dict):
+    r = request_dict
+    assert re.fullmatch(r"albert-base-\d{8}-\d{6}", r["TrainingJobName"])
+    fsx = r["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]
+    assert fsx == {"FileSystemId": "fs-0123456789abcdef0", "FileSystemAccessMode": "rw",
+                   "FileSystemType": "FSxLustre", "DirectoryPath": "/abcdefgh"}
+    hp = r["HyperParameters"]
+    assert hp["filesystem_prefix"] == "/opt/ml/input/data/fsx"
+    assert hp["train_dir"] == "albert/train" and hp["skip_xla"] == "True"
+    assert hp["checkpoint_dir"] == "/opt/ml/checkpoints"  # synced to S3: spot jobs resume
+    assert hp["sagemaker_mpi_num_of_processes_per_host"] == "8"  # p4d: 8 GPUs
+    assert r["VpcConfig"] == {"SecurityGroupIds": ["sg-0123"],
+                              "Subnets": ["subnet-0123", "subnet-4567"]}
+    assert r["EnableManagedSpotTraining"] is True
+    assert r["StoppingCondition"]["MaxWaitTimeInSeconds"] >= r["StoppingCondition"][
+        "MaxRuntimeInSeconds"]
+    assert r["CheckpointConfig"]["LocalPath"] == "/opt/ml/checkpoints"
+
+
+def test_request_passes_botocore_validation(request_dict):
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model("CreateTrainingJob").input_shape
+    report = ParamValidator().validate(request_dict, shape)
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_moto_server_accepts_and_reads_back(request_dict, monkeypatch):
+    from moto.server import ThreadedMotoServer
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        # Through the launcher's own submit path (a real HTTP request from boto3).
+        ls = load_launcher()
+        assert ls.main(JOB + ["--endpoint_url", endpoint, "--region", "us-east-1"]) == 0
+        client = boto3.client("sagemaker", endpoint_url=endpoint, region_name="us-east-1")
+        names = [j["TrainingJobName"] for j in client.list_training_jobs()["TrainingJobSummaries"]]
+        assert len(names) == 1 and names[0].startswith("albert-base-")
+        job = client.describe_training_job(TrainingJobName=names[0])
+        expected = request_dict
+        assert job["InputDataConfig"] == expected["InputDataConfig"]
+        assert job["VpcConfig"] == expected["VpcConfig"]
+        assert job["CheckpointConfig"] == expected["CheckpointConfig"]
+        assert job["ResourceConfig"] == expected["ResourceConfig"]
+        assert job["HyperParameters"] == expected["HyperParameters"]
+        assert job["EnableManagedSpotTraining"] is True
+        assert job["RoleArn"] == expected["RoleArn"]
+    finally:
+        server.stop()
+
+
+def test_missing_values_listed_together(monkeypatch):
+    for env in ("SAGEMAKER_ROLE", "SAGEMAKER_IMAGE_NAME", "SAGEMAKER_FSX_ID",
+                "SAGEMAKER_FSX_MOUNT_NAME", "SAGEMAKER_SUBNET_IDS",
+                "SAGEMAKER_SECURITY_GROUP_IDS", "SAGEMAKER_OUTPUT_S3_URI"):
+        monkeypatch.delenv(env, raising=False)
+    monkeypatch.setenv("SAGEMAKER_FSX_ID", "fs-0123456789abcdef0")
+    proc = subprocess.run([sys.executable, LAUNCHER, "--entry_point", "run_squad", "--dry_run"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    for expected in ("--role (or $SAGEMAKER_ROLE)", "--image_name (or $SAGEMAKER_IMAGE_NAME)",
+                     "--subnet_ids (or $SAGEMAKER_SUBNET_IDS)",
+                     "--output_s3_uri (or $SAGEMAKER_OUTPUT_S3_URI)"):
+        assert expected in proc.stderr
+    assert "--fsx_id" not in proc.stderr  # taken from the environment
+
+
+def test_dry_run_prints_json_from_env(monkeypatch):
+    env = {**os.environ, "SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/R",
+           "SAGEMAKER_IMAGE_NAME": "img:1", "SAGEMAKER_FSX_ID": "fs-0123456789abcdef0",
+           "SAGEMAKER_FSX_MOUNT_NAME": "mnt", "SAGEMAKER_SUBNET_IDS": "subnet-1",
+           "SAGEMAKER_SECURITY_GROUP_IDS": "sg-1", "SAGEMAKER_OUTPUT_S3_URI": "s3://b/o"}
+    proc = subprocess.run([sys.executable, LAUNCHER, "--entry_point", "albert/run_squad.py",
+                           "--instance_type", "ml.g5.12xlarge", "--dry_run", "--train_file",
+                           "squad/train-v2.0.json"], capture_output=True, text=True, env=env,
+                          check=True)
+    request = json.loads(proc.stdout)
+    assert request["HyperParameters"]["sagemaker_program"] == "run_squad.py"
+    assert request["HyperParameters"]["sagemaker_mpi_num_of_processes_per_host"] == "4"
+    assert request["HyperParameters"]["train_file"] == "squad/train-v2.0.json"
+    assert "CheckpointConfig" not in request
+
+
+def test_spot_needs_checkpoint_uri():
+    ls = load_launcher()
+    argv = [a for a in JOB]
+    i = argv.index("--checkpoint_s3_uri")
+    del argv[i:i + 2]
+    args, rest = ls.parse_args(argv)
+    with pytest.raises(ls.LaunchError, match="--use_spot needs --checkpoint_s3_uri"):
+        ls.build_request(args, rest, "x")
+
+
+def test_container_entry_restores_flags():
+    assert normalize(["--skip_xla", "True", "--total_steps", "10", "--eager", "False",
+                      "--config_override", "a=1 b=2"]) == [
+        "--skip_xla", "--total_steps", "10", "--config_override", "a=1", "b=2"]
+
+
+def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_path):
+    """Regexes checked against what our trainers actually print."""
+    ls = load_launcher()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    pre = subprocess.run([
+        sys.executable, "-m", "albert.run_pretraining", "--filesystem_prefix",
+        str(sample_records), "--train_dir", "train", "--val_dir", "validation",
+        "--model_size", "tiny", "--spm_model", sample_vocab, "--max_seq_length", str(SEQ),
+        "--max_predictions_per_seq", str(PREDS), "--per_gpu_batch_size", "8",
+        "--total_steps", "2", "--log_frequency", "1", "--validation_frequency", "2",
+        "--checkpoint_dir", str(tmp_path / "ck"), "--log_dir", str(tmp_path / "lg"),
+        "--skip_xla", "--no_progress"], capture_output=True, text=True, env=env, check=True)
+    from albert.data.squad_sample import write_sample
+
+    _, dev = write_sample(str(tmp_path / "sq"), train_questions=5, dev_questions=8)
+    sq = subprocess.run([
+        sys.executable, "-m", "albert.run_squad", "--predict_file", dev, "--model_size", "tiny",
+        "--spm_model", sample_vocab, "--max_seq_length", "128", "--skip_xla", "--output_dir",
+        str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"), "--log_dir",
+        str(tmp_path / "l2")], capture_output=True, text=True, env=env, check=True)
+    log = pre.stdout + sq.stdout
+    records = [json.loads(line) for line in open(tmp_path / "lg" / "metrics.jsonl")]
+    train, val = records[-2], records[-1]
+    evals = json.loads((tmp_path / "o" / "eval_results.json").read_text())
+    expected = {
+        "train:loss": train["loss"], "train:mlm_acc": train["mlm_acc"],
+        "train:sop_acc": train["sop_acc"], "train:learning_rate": train["learning_rate"],
+        "train:seq_per_sec": train["seq_per_sec"], "val:loss": val["loss"],
+        "val:mlm_acc": val["mlm_acc"], "val:sop_acc": val["sop_acc"],
+        "squad:exact": evals["exact"], "squad:f1": evals["f1"],
+    }
+    assert {m["Name"] for m in ls.METRIC_DEFINITIONS} == set(expected)
+    for metric in ls.METRIC_DEFINITIONS:
+        # SageMaker reports the last match in the log.
+        matches = re.findall(metric["Regex"], log)
+        assert matches, metric
+        assert float(matches[-1]) == pytest.approx(expected[metric["Name"]], rel=2e-3,
+                                                   abs=1e-6), metric
+
+
+def test_dockerfile_is_hadolint_clean():
+    dockerfile = os.path.join(REPO_ROOT, "docker", "Dockerfile")
+    proc = subprocess.run([os.path.join(BIN, "hadolint"), dockerfile], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = open(dockerfile).read()
+    assert "bash scripts/patch_horovod.sh" in text  # shares setup's patch step
+    assert "ssh-keygen" not in text and "rm -f /etc/ssh/ssh_host_*" in text
+
+
+TEMPLATES = [os.path.join(REPO_ROOT, "cloudformation", n) for n in ("fsx.yaml", "ec2.yaml")]
+
+
+def test_templates_are_cfn_lint_clean():
+    proc = subprocess.run([os.path.join(BIN, "cfn-lint"), *TEMPLATES], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _open_ingress(template: dict) -> list[str]:
+    """Every ingress rule open to the world, and any CIDR parameter defaulting to it."""
+    world = {"0.0.0.0/0", "::/0"}
+    found = []
+    for name, resource in template.get("Resources", {}).items():
+        props = resource.get("Properties", {})
+        rules = []
+        if resource.get("Type") == "AWS::EC2::SecurityGroup":
+            rules = props.get("SecurityGroupIngress", [])
+        elif resource.get("Type") == "AWS::EC2::SecurityGroupIngress":
+            rules = [props]
+        for rule in rules:
+            for key in ("CidrIp", "CidrIpv6"):
+                value = rule.get(key)
+                if isinstance(value, str) and value in world:
+                    found.append(f"{name}.{key}")
+                if isinstance(value, dict) and "Ref" in value:
+                    param = template.get("Parameters", {}).get(value["Ref"], {})
+                    if param.get("Default") in world:
+                        found.append(f"{name}.{key} -> parameter {value['Ref']} default")
+    return found
+
+
+@pytest.mark.parametrize("path", TEMPLATES)
+def test_no_ingress_open_to_the_world(path):
+    from cfnlint.decode import decode
+
+    template, matches = decode(path)
+    assert not matches and template
+    assert _open_ingress(template) == []
+
+
+def test_open_ingress_check_catches_a_bad_template():
+    bad = {"Parameters": {"Cidr": {"Type": "String", "Default": "0.0.0.0/0"}},
+           "Resources": {
+               "A": {"Type": "AWS::EC2::SecurityGroup", "Properties": {
+                   "SecurityGroupIngress": [{"CidrIp": "0.0.0.0/0", "FromPort": 22}]}},
+               "B": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": {
+                   "CidrIp": {"Ref": "Cidr"}}}}}
+    assert _open_ingress(bad) == ["A.CidrIp", "B.CidrIp -> parameter Cidr default"]
