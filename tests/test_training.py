@@ -122,3 +122,25 @@ def test_checkpoint_from_different_config_is_refused(batches, tmp_path):
     with pytest.raises(ValueError, match="vocab_size: checkpoint 2000 vs this run 1000"):
         CheckpointHandler(str(tmp_path), other.trackables(), Distributed(),
                           config=other.model.config).restore_latest()
+
+
+def test_qa_model_starts_from_a_pretraining_checkpoint(batches, tmp_path):
+    from albert import AlbertForQuestionAnswering
+    from albert.training import start_state
+
+    pre = make_trainer()
+    pre.train_step(batches[0])
+    CheckpointHandler(str(tmp_path / "pre"), pre.trackables(), Distributed(),
+                      config=pre.model.config).save(1)
+    qa_model = AlbertForQuestionAnswering(pre.model.config).build_for_config()
+    qa_opt = make_optimizer("adamw", qa_model.trainable_variables)
+    qa = Trainer(qa_model, None, qa_opt, lambda s: 0.0, Distributed(), metric_names=[])
+    handler = CheckpointHandler(str(tmp_path / "qa"), qa.trackables(), Distributed(),
+                                config=qa_model.config)
+    start_state(qa, handler, load_from="checkpoint", checkpoint_path=str(tmp_path / "pre"))
+    np.testing.assert_array_equal(qa_model.albert.encoder.shared_layers[0].ffn.kernel.numpy(),
+                                  pre.model.albert.encoder.shared_layers[0].ffn.kernel.numpy())
+    assert int(qa.step) == 0  # weights only: the fine-tuning schedule starts at 0
+    other = tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(tmp_path / "other" / "ckpt"))
+    with pytest.raises(ValueError, match="holds no ALBERT model weights"):
+        handler.restore(other, partial=True)

@@ -55,12 +55,18 @@ def run(args) -> int:
     import tensorflow as tf
 
     from albert import distributed
-    from albert.convert import CheckpointError
     from albert.data.reader import check_record_shapes, pretraining_dataset, resolve_files
     from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
     from albert.modeling import AlbertForPreTraining
     from albert.optimization import learning_rate_at, make_optimizer
-    from albert.training import CheckpointHandler, MetricsLogger, Trainer, fit, set_precision
+    from albert.training import (
+        CheckpointHandler,
+        MetricsLogger,
+        Trainer,
+        fit,
+        set_precision,
+        start_state,
+    )
 
     dist = distributed.init()
     set_precision(args.precision)
@@ -101,22 +107,9 @@ def run(args) -> int:
     )
     checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
                                     keep=args.keep_checkpoints, config=config)
-    if dist.is_chief:
-        resumed = checkpoints.restore_latest()
-        if resumed:
-            logger.info("resuming from %s", resumed)
-        elif args.load_from == "checkpoint":
-            if not args.checkpoint_path:
-                raise CheckpointError(f"--load_from checkpoint: no checkpoint in "
-                                      f"--checkpoint_dir {args.checkpoint_dir} and no "
-                                      f"--checkpoint_path given")
-            checkpoints.restore(args.checkpoint_path, partial=not args.load_optimizer_state)
-            if not args.load_optimizer_state:
-                trainer.step.assign(0)
-                trainer.iterations.assign(0)
-            logger.info("initialised from %s", args.checkpoint_path)
-    # Rank 0's weights, optimizer slots and counters go to every rank before the first update.
-    trainer.broadcast_state()
+    start_state(trainer, checkpoints, load_from=args.load_from,
+                checkpoint_path=args.checkpoint_path,
+                load_optimizer_state=args.load_optimizer_state)
 
     records_done = int(trainer.iterations) * args.gradient_accumulation_steps * batch_size
     dataset = pretraining_dataset(

@@ -179,7 +179,7 @@ def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics) -
     from albert.data import squad
     from albert.losses import SQUAD_METRICS, squad_loss, squad_metrics
     from albert.optimization import learning_rate_at, make_optimizer
-    from albert.training import CheckpointHandler, Trainer, fit
+    from albert.training import CheckpointHandler, Trainer, fit, start_state
 
     _, _, prefix = _features(args.train_file, tokenizer, spm_model, settings, True, args, dist)
     records, parse = squad.feature_dataset(prefix, args.max_seq_length)
@@ -202,19 +202,10 @@ def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics) -
                       fp16_allreduce=args.fp16_allreduce)
     checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
                                     keep=args.keep_checkpoints, config=config)
-    if dist.is_chief:
-        resumed = checkpoints.restore_latest()
-        if resumed:
-            logger.info("resuming from %s", resumed)
-        elif args.load_from == "checkpoint":
-            if not args.checkpoint_path:
-                raise FlagError("--load_from checkpoint needs --checkpoint_path (a pretraining "
-                                "or SQuAD checkpoint)")
-            # A pretraining checkpoint holds the same backbone under model/albert: the QA head
-            # keeps its fresh initialisation.
-            checkpoints.restore(args.checkpoint_path, partial=True)
-            logger.info("initialised the backbone from %s", args.checkpoint_path)
-    trainer.broadcast_state()
+    # A pretraining checkpoint holds the same backbone (model/albert/...); the QA head keeps its
+    # fresh initialisation.
+    start_state(trainer, checkpoints, load_from=args.load_from,
+                checkpoint_path=args.checkpoint_path)
     skip = int(trainer.iterations) * args.gradient_accumulation_steps * batch_size
     data = (records.shard(dist.size, dist.rank)
             .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat()

@@ -283,11 +283,37 @@ class CheckpointHandler:
             return
         self.check_config(os.path.dirname(path))
         if partial:
+            # Weights only, and heads may differ (a pretraining checkpoint into a QA model), so
+            # the match is partial, but the backbone must be there.
+            names = {name for name, _ in tf.train.list_variables(path)}
+            marker = "model/albert/embeddings/word_embeddings/.ATTRIBUTES/VARIABLE_VALUE"
+            if marker not in names:
+                raise ValueError(f"checkpoint {path} holds no ALBERT model weights")
             tf.train.Checkpoint(model=self.checkpoint.model).read(path).expect_partial()
-            # A model restored by name must have every model variable in the checkpoint.
             return
         status = self.checkpoint.read(path)
         status.assert_existing_objects_matched()
+
+
+def start_state(trainer: Trainer, checkpoints: CheckpointHandler, *, load_from: str,
+                checkpoint_path: str | None, load_optimizer_state: bool = False) -> None:
+    """Where a run starts, then rank 0's state to every rank before the first update.
+
+    A checkpoint in our own checkpoint_dir always wins (a restarted job resumes). Otherwise
+    --load_from checkpoint takes the weights of --checkpoint_path (plus optimizer state and
+    counters with --load_optimizer_state); scratch/huggingface keep the model as built.
+    """
+    if trainer.dist.is_chief:
+        resumed = checkpoints.restore_latest()
+        if resumed:
+            logger.info("resuming from %s", resumed)
+        elif load_from == "checkpoint":
+            if not checkpoint_path:
+                raise ValueError(f"--load_from checkpoint: no checkpoint in --checkpoint_dir "
+                                 f"{checkpoints.directory} and no --checkpoint_path given")
+            checkpoints.restore(checkpoint_path, partial=not load_optimizer_state)
+            logger.info("initialised from %s", checkpoint_path)
+    trainer.broadcast_state()
 
 
 # -- logging ----------------------------------------------------------------------------------
