@@ -149,6 +149,12 @@ def test_one_document_per_line_and_gzip(sample_vocab, tmp_path):
                     "10", "--num_shards", "2", "--gzip", "--no_progress", "--processes", "1"])
     assert summary["documents"] == 40
     assert len(decode_all(tmp_path / "o" / "train")) == summary["instances"] > 40
+    # The trainer's reader takes .gz shards as they are.
+    from albert.data.reader import pretraining_dataset
+
+    ds = pretraining_dataset("train", 4, 64, 10, filesystem_prefix=str(tmp_path / "o"),
+                             training=False)
+    assert sum(int(b["input_ids"].shape[0]) for b in ds) == summary["instances"]
 
 
 def test_bad_input_is_counted_or_named(sample_vocab, tmp_path):
