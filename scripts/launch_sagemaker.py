@@ -226,7 +226,7 @@ def _split(value: str) -> list[str]:
     return [v for v in value.replace(" ", "").split(",") if v]
 
 
-def upload_source(source_dir: str, s3_prefix: str, session) -> str:
+def upload_source(source_dir: str, s3_prefix: str, session, endpoint_url=None) -> str:
     """tar.gz the checkout (what the SageMaker toolkit expects) and upload it; return its URI."""
     match = re.match(r"s3://([^/]+)/?(.*)", s3_prefix)
     if not match:
@@ -242,7 +242,7 @@ def upload_source(source_dir: str, s3_prefix: str, session) -> str:
                     path = os.path.join(root, f)
                     tar.add(path, arcname=os.path.relpath(path, source_dir))
         key = f"{key_prefix}/source/{int(time.time())}/sourcedir.tar.gz".lstrip("/")
-        session.client("s3").upload_file(archive, bucket, key)
+        session.client("s3", endpoint_url=endpoint_url).upload_file(archive, bucket, key)
     return f"s3://{bucket}/{key}"
 
 
@@ -256,7 +256,10 @@ def main(argv=None) -> int:
 
             _fill_from_env(args)
             session = boto3.Session(region_name=args.region)
-            submit_dir = upload_source(args.source_dir, args.output_s3_uri, session)
+            if not os.path.isdir(args.source_dir):
+                raise LaunchError(f"--source_dir {args.source_dir} is not a directory")
+            submit_dir = upload_source(args.source_dir, args.output_s3_uri, session,
+                                       args.endpoint_url)
         elif args.source_dir:
             submit_dir = f"{args.output_s3_uri or 's3://<output>'}/source/<upload>/sourcedir.tar.gz"
         request = build_request(args, passthrough, name, submit_dir)

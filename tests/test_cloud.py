@@ -73,7 +73,7 @@ def test_request_passes_botocore_validation(request_dict):
     assert not report.has_errors(), report.generate_report()
 
 
-def test_moto_server_accepts_and_reads_back(request_dict, monkeypatch):
+def test_moto_server_accepts_and_reads_back(request_dict, monkeypatch, tmp_path):
     from moto.server import ThreadedMotoServer
 
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -99,6 +99,26 @@ def test_moto_server_accepts_and_reads_back(request_dict, monkeypatch):
         assert job["HyperParameters"] == expected["HyperParameters"]
         assert job["EnableManagedSpotTraining"] is True
         assert job["RoleArn"] == expected["RoleArn"]
+
+        # --source_dir: the checkout is uploaded as the toolkit's sourcedir.tar.gz and used.
+        import tarfile
+
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        s3.create_bucket(Bucket="bucket")
+        assert ls.main(JOB + ["--endpoint_url", endpoint, "--region", "us-east-1",
+                              "--sm_job_name", "with-source", "--source_dir",
+                              os.path.join(REPO_ROOT, "docker")]) == 0
+        job = [j for j in client.list_training_jobs()["TrainingJobSummaries"]
+               if j["TrainingJobName"].startswith("with-source")][0]
+        hp = client.describe_training_job(TrainingJobName=job["TrainingJobName"])[
+            "HyperParameters"]
+        uri = hp["sagemaker_submit_directory"]
+        assert uri.startswith("s3://bucket/albert/output/source/")
+        key = uri[len("s3://bucket/"):]
+        archive = os.path.join(str(tmp_path), "src.tar.gz")
+        s3.download_file("bucket", key, archive)
+        with tarfile.open(archive) as tar:
+            assert "sagemaker/run_pretraining.py" in tar.getnames()
     finally:
         server.stop()
 
