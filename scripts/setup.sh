@@ -78,6 +78,18 @@ else
     export HOROVOD_WITHOUT_PYTORCH=1 HOROVOD_WITHOUT_MXNET=1
     if [ "$ALBERT_DEVICE" = gpu ]; then
         export HOROVOD_GPU_OPERATIONS=NCCL
+        # Without a system NCCL (libnccl-dev), use the one tensorflow[and-cuda] installed.
+        if [ ! -f /usr/include/nccl.h ] && [ -z "${HOROVOD_NCCL_HOME:-}" ]; then
+            nccl=$("$PY" -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)
+            if [ -n "$nccl" ] && [ -f "$nccl/include/nccl.h" ]; then
+                [ -e "$nccl/lib/libnccl.so" ] || ln -s libnccl.so.2 "$nccl/lib/libnccl.so"
+                export HOROVOD_NCCL_HOME="$nccl" HOROVOD_NCCL_LINK=SHARED
+                log "using NCCL from $nccl"
+            else
+                echo "[setup] error: NCCL headers not found; install libnccl-dev or set HOROVOD_NCCL_HOME" >&2
+                exit 1
+            fi
+        fi
     fi
     MAKEFLAGS="-j$(nproc)" "${PIP[@]}" install --no-build-isolation --no-cache-dir "$src" \
         > "$build_dir/build.log" 2>&1 || { tail -50 "$build_dir/build.log" >&2; echo "[setup] error: horovod build failed, full log: $build_dir/build.log" >&2; exit 1; }
