@@ -185,3 +185,17 @@ def test_checkpoint_from_a_different_config(sample_records, sample_vocab, tmp_pa
         "--total_steps": "2", "--config_override": ["num_hidden_layers=2"]}), check=False)
     assert proc.returncode == 2
     assert "different model config: num_hidden_layers: checkpoint 4 vs this run 2" in proc.stderr
+
+
+def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_path):
+    from albert.data.squad_sample import write_sample
+
+    train, dev = write_sample(str(tmp_path / "sq"), train_questions=64, dev_questions=16)
+    run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--total_steps": "2", "--squad_frequency": "2", "--squad_train_file": train,
+        "--squad_predict_file": dev, "--squad_steps": "4", "--squad_max_seq_length": "128",
+        "--squad_batch_size": "8"}))
+    rows = [r for r in read_jsonl(tmp_path / "logs" / "metrics.jsonl") if r["split"] == "squad"]
+    assert len(rows) == 1 and rows[0]["step"] == 2  # at step 2, not again at the end
+    assert rows[0]["total"] == 16 and 0.0 <= rows[0]["f1"] <= 100.0
+    assert {"exact", "HasAns_f1", "NoAns_f1", "best_f1"} <= set(rows[0])

@@ -41,12 +41,26 @@ def parse_args(argv=None):
     g.add_argument("--shuffle_buffer", type=int, default=10_000, help="0: no shuffling")
     g.add_argument("--validation_frequency", type=int, default=0,
                    help="validate every N steps (and at the end) when --val_dir is set")
+    g = p.add_argument_group("SQuAD during pretraining (as aws-samples' --squad_frequency)")
+    g.add_argument("--squad_frequency", type=int, default=0,
+                   help="every N steps (and at the end), fine-tune a copy briefly on "
+                        "--squad_train_file and log dev EM/F1 under squad/ (0: off)")
+    g.add_argument("--squad_train_file", default=None)
+    g.add_argument("--squad_predict_file", default=None)
+    g.add_argument("--squad_steps", type=int, default=300)
+    g.add_argument("--squad_max_seq_length", type=int, default=384)
+    g.add_argument("--squad_batch_size", type=int, default=16)
+    g.add_argument("--squad_learning_rate", type=float, default=5e-5)
     add_model_flags(p)
     add_training_flags(p, learning_rate=0.00176, batch=32, optimizer="lamb",
                        run_name="pretraining")
     args = p.parse_args(argv)
     if args.total_steps is None:
         p.error("--total_steps is required")
+    if args.squad_frequency and not (args.squad_train_file and args.squad_predict_file
+                                     and args.spm_model):
+        p.error("--squad_frequency needs --squad_train_file, --squad_predict_file and "
+                "--spm_model")
     return args
 
 
@@ -119,14 +133,18 @@ def run(args) -> int:
         skip_records=records_done,
     ).batch(args.gradient_accumulation_steps, drop_remainder=True)
 
-    validate = None
+    evaluations = []
     if args.val_dir:
         val_data = pretraining_dataset(
             args.val_dir, batch_size, args.max_seq_length, args.max_predictions_per_seq,
             filesystem_prefix=args.filesystem_prefix, rank=dist.rank, size=dist.size,
             training=False,
         )
-        validate = lambda: pretraining_metrics(trainer.evaluate(val_data))
+        evaluations.append(("val", args.validation_frequency,
+                            lambda: pretraining_metrics(trainer.evaluate(val_data))))
+    if args.squad_frequency:
+        evaluations.append(("squad", args.squad_frequency,
+                            lambda: squad_during_pretraining(model, args, dist)))
 
     metrics = MetricsLogger(args.log_dir, dist)
     if dist.is_chief:
@@ -141,7 +159,7 @@ def run(args) -> int:
             metrics=metrics, metrics_fn=pretraining_metrics,
             sequences_per_update=batch_size * args.gradient_accumulation_steps * dist.size,
             log_frequency=args.log_frequency, checkpoint_frequency=args.checkpoint_frequency,
-            validate=validate, validation_frequency=args.validation_frequency,
+            evaluations=evaluations,
             progress=not args.no_progress,
         )
     finally:
@@ -158,6 +176,43 @@ def run(args) -> int:
               f"TensorBoard: tensorboard --logdir {args.log_dir}", flush=True)
     dist.barrier()
     return 0
+
+
+def squad_during_pretraining(model, args, dist) -> dict:
+    """Rank 0 exports the current weights and fine-tunes a copy on SQuAD in a child process
+    (one process, the same device), returning its dev scores; other ranks return at once and
+    wait for rank 0 at the next allreduce."""
+    import json
+    import subprocess
+    import tempfile
+
+    if not dist.is_chief:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
+        model.save_pretrained(os.path.join(tmp, "model"), spm_model=args.spm_model)
+        cmd = [
+            sys.executable, "-m", "albert.run_squad", "--load_from", "huggingface",
+            "--checkpoint_path", os.path.join(tmp, "model"),
+            "--train_file", args.squad_train_file, "--predict_file", args.squad_predict_file,
+            "--total_steps", str(args.squad_steps), "--per_gpu_batch_size",
+            str(args.squad_batch_size), "--learning_rate", str(args.squad_learning_rate),
+            "--max_seq_length", str(args.squad_max_seq_length), "--precision", args.precision,
+            "--output_dir", os.path.join(tmp, "out"), "--checkpoint_dir",
+            os.path.join(tmp, "ckpt"), "--log_dir", os.path.join(tmp, "logs"),
+            "--cache_dir", os.path.join(args.checkpoint_dir, "squad_cache"), "--no_progress",
+            "--log_frequency", str(max(args.squad_steps, 1)),
+        ] + (["--skip_xla"] if args.skip_xla or args.eager else [])
+        # The child is a single process: hide the launcher's rank variables from it.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HOROVOD_", "OMPI_", "PMI_", "PMIX_"))}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            logger.warning("SQuAD evaluation failed (exit %d): %s", proc.returncode,
+                           proc.stderr.strip().splitlines()[-1:] or "")
+            return {}
+        with open(os.path.join(tmp, "out", "eval_results.json")) as f:
+            scores = json.load(f)
+    return {k: float(v) for k, v in scores.items() if isinstance(v, int | float)}
 
 
 def main(argv=None) -> int:

@@ -385,12 +385,14 @@ class StopSignal:
 
 def fit(trainer: Trainer, batches, *, total_steps: int, checkpoints: CheckpointHandler,
         metrics: MetricsLogger, metrics_fn, sequences_per_update: int, log_frequency: int = 10,
-        checkpoint_frequency: int = 1000, validate=None, validation_frequency: int = 0,
+        checkpoint_frequency: int = 1000, evaluations=(),
         progress: bool = True) -> str:
     """Run updates until `trainer.step` reaches total_steps. Returns "done" or "stopped".
 
-    batches: an iterator of dicts of [accum, batch, ...] tensors. `validate()` returns metrics for
-    the "val" prefix. Checkpoints every checkpoint_frequency steps, at the end, and on SIGTERM.
+    batches: an iterator of dicts of [accum, batch, ...] tensors. evaluations: (prefix,
+    frequency, fn) triples; fn() returns metrics logged under the prefix every `frequency` steps
+    and at the end (e.g. ("val", 1000, validate)). Checkpoints every checkpoint_frequency
+    steps, at the end, and on SIGTERM.
     """
     from tqdm import tqdm
 
@@ -398,7 +400,8 @@ def fit(trainer: Trainer, batches, *, total_steps: int, checkpoints: CheckpointH
     step = int(trainer.step)
     bar = tqdm(total=total_steps, initial=step, unit="step", mininterval=2.0, file=sys.stderr,
                disable=not (progress and dist.is_chief))
-    last_saved = last_validated = step
+    last_saved = step
+    last_evaluated = {prefix: step for prefix, _, _ in evaluations}
     # seq/s counts time spent fetching data and updating, not validating or checkpointing.
     window_time, window_updates = 0.0, 0
     with StopSignal() as stop:
@@ -428,10 +431,10 @@ def fit(trainer: Trainer, batches, *, total_steps: int, checkpoints: CheckpointH
                 bar.clear()
                 metrics.log("train", step, values)
                 window_time, window_updates = 0.0, 0
-            if advanced and validate is not None and validation_frequency \
-                    and step % validation_frequency == 0:
-                metrics.log("val", step, validate())
-                last_validated = step
+            for prefix, frequency, evaluate in evaluations:
+                if advanced and frequency and step % frequency == 0:
+                    metrics.log(prefix, step, evaluate())
+                    last_evaluated[prefix] = step
             if advanced and checkpoint_frequency and step % checkpoint_frequency == 0:
                 checkpoints.save(step)
                 last_saved = step
@@ -444,8 +447,9 @@ def fit(trainer: Trainer, batches, *, total_steps: int, checkpoints: CheckpointH
                 bar.close()
                 return "stopped"
     bar.close()
-    if validate is not None and last_validated != step:
-        metrics.log("val", step, validate())
+    for prefix, _, evaluate in evaluations:
+        if last_evaluated[prefix] != step:
+            metrics.log(prefix, step, evaluate())
     if last_saved != step:
         checkpoints.save(step)
     return "done"
