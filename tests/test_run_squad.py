@@ -106,3 +106,16 @@ def test_clear_errors(argv, message, squad_files, sample_vocab, tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_v11_data_is_predicted_and_scored_as_v11(sample_vocab, tmp_path):
+    _, dev = write_sample(str(tmp_path / "d"), "v1.1", train_questions=5, dev_questions=12)
+    run_squad(["--predict_file", dev, "--model_size", "tiny", "--spm_model", sample_vocab,
+               "--max_seq_length", "128", "--skip_xla", "--output_dir", str(tmp_path / "o"),
+               "--cache_dir", str(tmp_path / "c"), "--log_dir", str(tmp_path / "l")])
+    result = json.loads((tmp_path / "o" / "eval_results.json").read_text())
+    assert result["version"] == "v1.1"
+    assert {"exact_match", "f1", "total"} <= set(result) and result["total"] == 12
+    assert not (tmp_path / "o" / "null_odds.json").exists()
+    preds = json.loads((tmp_path / "o" / "predictions.json").read_text())
+    assert len(preds) == 12 and all(p for p in preds.values())  # v1.1 always answers
