@@ -89,12 +89,14 @@ class Trainer:
         self.grad_norm = tf.Variable(0.0, trainable=False)
         if eager:
             self._grad_fn, self._step_fn = self._grads, self._train_step
+            self._apply_fn, self._eval_fn = self._apply, self._eval
         else:
+            # Two XLA clusters around the allreduce (which XLA cannot hold): the micro-batch
+            # gradients, and everything after the allreduce (unscale, clip, LAMB, counters).
             self._grad_fn = tf.function(self._grads, jit_compile=xla, reduce_retracing=True)
+            self._apply_fn = tf.function(self._apply, jit_compile=xla, reduce_retracing=True)
             self._step_fn = tf.function(self._train_step, reduce_retracing=True)
             self._eval_fn = tf.function(self._eval, jit_compile=xla, reduce_retracing=True)
-        if eager:
-            self._eval_fn = self._eval
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -137,6 +139,10 @@ class Trainer:
         if self.accum_steps > 1:
             grads = [g / self.accum_steps for g in grads]
         grads = self.dist.allreduce_mean(grads, fp16_compression=self.fp16_allreduce)
+        return self._apply_fn(grads, sums)
+
+    def _apply(self, grads, sums):
+        """Averaged (still loss-scaled) gradients -> one optimizer update, or a skip."""
         grads = [tf.cast(g, tf.float32) / self.loss_scale for g in grads]
         grad_norm = tf.linalg.global_norm(grads)
         finite = tf.math.is_finite(grad_norm)
