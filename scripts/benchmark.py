@@ -157,16 +157,25 @@ def bench_step(args) -> dict:
                       xla=not args.skip_xla)
     trainer.broadcast_state()
     batch = synthetic_batch(args, config.vocab_size, np.random.default_rng(dist.rank))
-    for _ in range(args.warmup):
-        trainer.train_step(batch)
-    int(trainer.step)
-    times = []
-    for _ in range(args.repeats):
-        t = time.perf_counter()
-        for _ in range(args.steps):
+
+    def run_steps(n):
+        for _ in range(n):
             trainer.train_step(batch)
         int(trainer.step)  # wait for the last update
+
+    run_steps(args.warmup)
+    hf_run = make_hf_step(args) if args.compare_hf else None
+    times, hf_times = [], []
+    # Interleaved repeats (ours, theirs, ours, ...): a shared VM's speed drifts over minutes, and
+    # timing one framework after the other would hand the drift to one side.
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        run_steps(args.steps)
         times.append((time.perf_counter() - t) / args.steps)
+        if hf_run is not None:
+            t = time.perf_counter()
+            hf_run(args.steps)
+            hf_times.append((time.perf_counter() - t) / args.steps)
     step_time = statistics.median(times)
     seqs = args.per_gpu_batch_size * args.gradient_accumulation_steps * dist.size
     gpus = tf.config.list_physical_devices("GPU")
@@ -180,7 +189,13 @@ def bench_step(args) -> dict:
             peak = published[args.precision] * dist.size
     flops = flops_per_sequence(config, args.max_seq_length, args.max_predictions_per_seq)
     achieved = flops * seqs / step_time
-    return {
+    extra = {}
+    if hf_times:
+        hf_seqs = args.per_gpu_batch_size * args.gradient_accumulation_steps
+        extra = {"hf_seq_per_sec": hf_seqs / statistics.median(hf_times),
+                 "hf_step_time_s": statistics.median(hf_times),
+                 "ratio_vs_hf": statistics.median(hf_times) / step_time * dist.size}
+    return extra | {
         "device": device,
         "ranks": dist.size,
         "seq_per_sec": seqs / step_time,
@@ -197,8 +212,9 @@ def bench_step(args) -> dict:
     }
 
 
-def bench_hf(args) -> dict:
-    """transformers' PyTorch AlbertForPreTraining: forward, backward, AdamW, same shapes."""
+def make_hf_step(args):
+    """transformers' PyTorch AlbertForPreTraining: forward, backward, AdamW, same shapes.
+    Returns run(n), already warmed up."""
     import numpy as np
     import torch
     import transformers
@@ -228,16 +244,12 @@ def bench_hf(args) -> dict:
         out.loss.backward()
         opt.step()
 
-    for _ in range(args.warmup):
-        step()
-    times = []
-    for _ in range(args.repeats):
-        t = time.perf_counter()
-        for _ in range(args.steps):
+    def run(n):
+        for _ in range(n):
             step()
-        times.append((time.perf_counter() - t) / args.steps)
-    return {"hf_seq_per_sec": b / statistics.median(times),
-            "hf_step_time_s": statistics.median(times)}
+
+    run(args.warmup)
+    return run
 
 
 def bench_reader(args, step_seq_per_sec: float | None) -> dict:
@@ -318,10 +330,6 @@ def main(argv=None):
     result = {"config": {k: v for k, v in vars(args).items() if k != "output"}}
     if not args.no_step:
         result.update(bench_step(args))
-    if args.compare_hf:
-        result.update(bench_hf(args))
-        if "seq_per_sec" in result:
-            result["ratio_vs_hf"] = result["seq_per_sec"] / result["hf_seq_per_sec"]
     if args.input_pipeline:
         result.update(bench_reader(args, result.get("seq_per_sec")))
     if args.horovod:
