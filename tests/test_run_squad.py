@@ -119,3 +119,17 @@ def test_v11_data_is_predicted_and_scored_as_v11(sample_vocab, tmp_path):
     assert not (tmp_path / "o" / "null_odds.json").exists()
     preds = json.loads((tmp_path / "o" / "predictions.json").read_text())
     assert len(preds) == 12 and all(p for p in preds.values())  # v1.1 always answers
+
+
+def test_loaded_model_too_short_for_max_seq_length(squad_files, sample_vocab, tmp_path):
+    from albert import AlbertConfig, AlbertForQuestionAnswering
+
+    config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=64)
+    AlbertForQuestionAnswering(config).build_for_config().save_pretrained(
+        tmp_path / "hf", spm_model=sample_vocab)
+    proc = run_squad(["--predict_file", squad_files[1], "--load_from", "huggingface",
+                      "--checkpoint_path", str(tmp_path / "hf"), "--max_seq_length", "128",
+                      "--cache_dir", str(tmp_path / "c"), "--output_dir", str(tmp_path / "o"),
+                      "--log_dir", str(tmp_path / "l")], check=False)
+    assert proc.returncode == 2
+    assert "--max_seq_length 128 exceeds the model's max_position_embeddings (64)" in proc.stderr

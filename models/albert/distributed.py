@@ -74,9 +74,7 @@ class HorovodDistributed(Distributed):
         if self.size == 1:
             return
         for var in variables:
-            value = var.value if hasattr(var, "value") and not callable(var.value) else var
-            var.assign(self.hvd.broadcast(tf.convert_to_tensor(value), root_rank=root_rank,
-                                          name=None))
+            var.assign(self.hvd.broadcast(tf.convert_to_tensor(var), root_rank=root_rank))
 
     def allgather_object(self, obj) -> list:
         if self.size == 1:

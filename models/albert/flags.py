@@ -110,6 +110,21 @@ def model_config_from_flags(args) -> AlbertConfig:
         raise FlagError(f"invalid model configuration: {e}") from None
 
 
+def model_from_flags(cls, args, max_seq_length: int):
+    """The model a run starts from: a Hugging Face directory (--load_from huggingface) or a new one
+    built from --model_size/--model_config and overrides; checked against max_seq_length."""
+    if args.load_from == "huggingface":
+        if not args.checkpoint_path:
+            raise FlagError("--load_from huggingface needs --checkpoint_path (a local directory)")
+        model = cls.from_pretrained(args.checkpoint_path)
+    else:
+        model = cls(model_config_from_flags(args)).build_for_config()
+    if max_seq_length > model.config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({model.config.max_position_embeddings})")
+    return model
+
+
 def resolve_batch_size(args, ranks: int) -> int:
     """per_gpu_batch_size, checked against --global_batch_size when that is given."""
     accum = args.gradient_accumulation_steps

@@ -21,7 +21,7 @@ from albert.flags import (
     FlagError,
     add_model_flags,
     add_training_flags,
-    model_config_from_flags,
+    model_from_flags,
     resolve_batch_size,
     user_errors,
 )
@@ -87,26 +87,17 @@ def run(args) -> int:
     # Per-rank seeds give each rank its own dropout masks; rank 0's initial weights are
     # broadcast to all ranks below, so initialisation still agrees.
     keras.utils.set_random_seed(args.seed + dist.rank)
-    config = model_config_from_flags(args)
     batch_size = resolve_batch_size(args, dist.size)
     if args.total_steps < 1:
         raise FlagError(f"--total_steps must be >= 1, got {args.total_steps}")
     if args.warmup_steps > args.total_steps:
         raise FlagError(f"--warmup_steps ({args.warmup_steps}) exceeds --total_steps "
                         f"({args.total_steps})")
-    if args.max_seq_length > config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({config.max_position_embeddings})")
     train_files = resolve_files(args.train_dir, args.filesystem_prefix)
     check_record_shapes(train_files[0], args.max_seq_length, args.max_predictions_per_seq)
 
-    if args.load_from == "huggingface":
-        if not args.checkpoint_path:
-            raise FlagError("--load_from huggingface needs --checkpoint_path (a local directory)")
-        model = AlbertForPreTraining.from_pretrained(args.checkpoint_path)
-        config = model.config
-    else:
-        model = AlbertForPreTraining(config).build_for_config()
+    model = model_from_flags(AlbertForPreTraining, args, args.max_seq_length)
+    config = model.config
     optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
 
     def schedule(step):

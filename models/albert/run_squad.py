@@ -24,7 +24,7 @@ from albert.flags import (
     FlagError,
     add_model_flags,
     add_training_flags,
-    model_config_from_flags,
+    model_from_flags,
     resolve_batch_size,
     user_errors,
 )
@@ -100,8 +100,6 @@ def _features(path, tokenizer, spm_model, settings, training, args, dist):
 
 def run(args) -> int:
     import keras
-    import numpy as np
-    import tensorflow as tf
 
     from albert import distributed
     from albert.data import squad
@@ -121,20 +119,11 @@ def run(args) -> int:
     tokenizer = load_tokenizer(spm_model)
     settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
 
-    if args.load_from == "huggingface":
-        if not args.checkpoint_path:
-            raise FlagError("--load_from huggingface needs --checkpoint_path (a local directory)")
-        model = AlbertForQuestionAnswering.from_pretrained(args.checkpoint_path)
-        config = model.config
-    else:
-        config = model_config_from_flags(args)
-        model = AlbertForQuestionAnswering(config).build_for_config()
+    model = model_from_flags(AlbertForQuestionAnswering, args, args.max_seq_length)
+    config = model.config
     if config.vocab_size != len(tokenizer):
         raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
                         f"model's vocab_size is {config.vocab_size}")
-    if args.max_seq_length > config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({config.max_position_embeddings})")
     metrics = MetricsLogger(args.log_dir, dist)
     step = 0
     try:
@@ -145,7 +134,7 @@ def run(args) -> int:
                                                settings, False, args, dist)
             version = {"squadv1": "v1.1", "squadv2": "v2.0"}.get(args.squad_version) \
                 or detect_version(data)
-            results = _predict(model, prefix, args, dist, np, tf)
+            results = _predict(model, prefix, args, dist)
             if dist.is_chief:
                 meta = squad.read_feature_meta(prefix)
                 predictions, nbest, null_odds = squad.postprocess(
@@ -229,8 +218,10 @@ def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics) -
     return int(trainer.step)
 
 
-def _predict(model, prefix, args, dist, np, tf) -> dict:
+def _predict(model, prefix, args, dist) -> dict:
     """This rank's share of the features -> {feature_index: (start, end)}, gathered on rank 0."""
+    import tensorflow as tf
+
     from albert.data import squad
 
     records, parse = squad.feature_dataset(prefix, args.max_seq_length)
