@@ -13,11 +13,16 @@ S = sequence, P = predicted positions, E/H/I = embedding/hidden/FFN sizes, L = l
             + L * (8*S*H^2 + 4*S^2*H + 4*S*H*I)       Q/K/V/out, scores + context, FFN
             + 2*P*H*E + 2*P*E*V                       MLM head at the masked positions only
             + 2*H^2 + 4*H                             pooler, SOP classifier
-MFU = achieved FLOP/s / peak. On CPU the peak is measured in the same run with a large float32
-matmul (the faster of TensorFlow's kernel and XLA's); on a GPU it is the published dense peak for
-the precision (the measured matmul peak is reported beside it).
+MFU = achieved FLOP/s / peak. On CPU the peak is measured in the same run with a large matmul in
+the compute dtype (float32, or bfloat16 with --precision bf16), the faster of TensorFlow's kernel
+and XLA's; on a GPU it is the published dense peak for the precision (the measured matmul peak is
+reported beside it).
 
-Stable JSON keys: seq_per_sec, tokens_per_sec, step_time_s, step_time_min_s, step_time_max_s,
+--compare_hf runs transformers' model at the same precision (torch.autocast for bf16/fp16, with
+a GradScaler for fp16) on the same kind of device (CUDA when torch sees a GPU).
+
+Stable JSON keys: xla (which step functions XLA compiled, and why), seq_per_sec, tokens_per_sec,
+step_time_s, step_time_min_s, step_time_max_s,
 flops_per_seq, achieved_flops, peak_flops, measured_matmul_flops, mfu; with --compare_hf also
 hf_seq_per_sec, ratio_vs_hf; with --input_pipeline reader_records_per_sec, reader_vs_step;
 with --horovod N scaling (seq_per_sec for 1 and N processes, weak_scaling_efficiency); with
@@ -57,7 +62,9 @@ def parse_args(argv=None):
     p.add_argument("--per_gpu_batch_size", type=int, default=8)
     p.add_argument("--gradient_accumulation_steps", type=int, default=1)
     p.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
-    p.add_argument("--skip_xla", action="store_true")
+    p.add_argument("--xla", choices=("auto", "on", "off"), default="auto",
+                   help="as in run_pretraining: which step functions XLA compiles")
+    p.add_argument("--skip_xla", action="store_true", help="same as --xla off")
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--steps", type=int, default=10, help="timed updates per repeat")
     p.add_argument("--warmup", type=int, default=3, help="untimed updates first (compilation)")
@@ -71,6 +78,9 @@ def parse_args(argv=None):
     p.add_argument("--data_prep", default=None, metavar="TEXT_FILE",
                    help="also time create_pretraining_data on this text")
     p.add_argument("--spm_model", default=None, help="vocabulary for --data_prep")
+    p.add_argument("--profile", default=None, metavar="DIR",
+                   help="also trace --steps updates with the TensorFlow profiler into DIR (view: "
+                        "xprof --logdir DIR) and report the op types taking the most time")
     p.add_argument("--output", default="benchmark.json")
     p.add_argument("--no_step", action="store_true", help="skip the training-step benchmark")
     return p.parse_args(argv)
@@ -107,31 +117,13 @@ def synthetic_batch(args, vocab_size, rng):
 
 
 def measure_matmul_peak(precision: str, on_gpu: bool) -> float:
-    import tensorflow as tf
+    """The faster of TensorFlow's kernel and XLA's on a large matmul in the compute dtype (the
+    step may run on either: see training.choose_xla)."""
+    from albert.training import _COMPUTE_DTYPES, matmul_flops
 
     n = 8192 if on_gpu else 2048
-    dtype = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}[precision]
-    if not on_gpu:
-        dtype = tf.float32  # the CPU peak is the float32 one, whatever the policy
-    a = tf.random.normal((n, n), dtype=tf.float32)
-    a = tf.cast(a, dtype)
-
-    best = 0.0
-    # The faster of TensorFlow's own kernel and XLA's: the step runs under XLA, whose CPU matmul
-    # is faster here (166 vs 134 GFLOP/s on the 2-core reference VM).
-    for jit in (False, True):
-        @tf.function(jit_compile=jit)
-        def mm(x):
-            for _ in range(10):
-                x = tf.matmul(x, a) * tf.cast(1e-3, dtype)
-            return x
-
-        mm(a).numpy()
-        for _ in range(3):
-            t = time.perf_counter()
-            mm(a).numpy()
-            best = max(best, 10 * 2 * n ** 3 / (time.perf_counter() - t))
-    return best
+    dtype = _COMPUTE_DTYPES[precision]
+    return max(matmul_flops(dtype, jit=False, n=n), matmul_flops(dtype, jit=True, n=n))
 
 
 def bench_step(args) -> dict:
@@ -143,7 +135,7 @@ def bench_step(args) -> dict:
     from albert.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.modeling import AlbertForPreTraining
     from albert.optimization import make_optimizer
-    from albert.training import Trainer, set_precision
+    from albert.training import Trainer, choose_xla, set_precision
 
     dist = distributed.init()
     set_precision(args.precision)
@@ -151,10 +143,11 @@ def bench_step(args) -> dict:
                                       classifier_dropout_prob=0.0)
     model = AlbertForPreTraining(config).build_for_config()
     optimizer = make_optimizer("lamb", model.trainable_variables)
+    xla = choose_xla("off" if args.skip_xla else args.xla, args.precision, dist)
     trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
                       metric_names=PRETRAINING_METRICS,
                       accum_steps=args.gradient_accumulation_steps, precision=args.precision,
-                      xla=not args.skip_xla)
+                      xla=xla.update, xla_gradient=xla.gradient)
     trainer.broadcast_state()
     batch = synthetic_batch(args, config.vocab_size, np.random.default_rng(dist.rank))
 
@@ -177,6 +170,7 @@ def bench_step(args) -> dict:
             hf_run(args.steps)
             hf_times.append((time.perf_counter() - t) / args.steps)
     step_time = statistics.median(times)
+    profile = profile_steps(run_steps, args.steps, args.profile) if args.profile else {}
     seqs = args.per_gpu_batch_size * args.gradient_accumulation_steps * dist.size
     gpus = tf.config.list_physical_devices("GPU")
     measured = measure_matmul_peak(args.precision, bool(gpus))
@@ -195,9 +189,10 @@ def bench_step(args) -> dict:
         extra = {"hf_seq_per_sec": hf_seqs / statistics.median(hf_times),
                  "hf_step_time_s": statistics.median(hf_times),
                  "ratio_vs_hf": statistics.median(hf_times) / step_time * dist.size}
-    return extra | {
+    return extra | profile | {
         "device": device,
         "ranks": dist.size,
+        "xla": xla._asdict(),
         "seq_per_sec": seqs / step_time,
         "tokens_per_sec": seqs * args.max_seq_length / step_time,
         "step_time_s": step_time,
@@ -212,6 +207,35 @@ def bench_step(args) -> dict:
     }
 
 
+def profile_steps(run_steps, steps: int, logdir: str) -> dict:
+    """Trace `steps` updates; summarise self time by op type (xprof's framework_op_stats)."""
+    import glob
+
+    import tensorflow as tf
+    from xprof.convert import raw_to_tool_data
+
+    tf.profiler.experimental.start(logdir)
+    try:
+        run_steps(steps)
+    finally:
+        tf.profiler.experimental.stop()
+    planes = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
+    data, _ = raw_to_tool_data.xspace_to_tool_data(planes[-1:], "framework_op_stats", {})
+    table = json.loads(data)
+    table = table[0] if isinstance(table, list) else table
+    cols = [c["id"] for c in table["cols"]]
+    kind, self_us = cols.index("type"), cols.index("total_self_time")
+    by_type: dict[str, float] = {}
+    for row in table["rows"]:
+        cells = [(c or {}).get("v") for c in row["c"]]
+        by_type[cells[kind]] = by_type.get(cells[kind], 0.0) + cells[self_us]
+    total = sum(by_type.values()) or 1.0
+    top = sorted(by_type.items(), key=lambda kv: -kv[1])[:12]
+    return {"profile_dir": logdir,
+            "profile_top_ops": [{"type": k, "self_time_ms_per_step": v / 1e3 / steps,
+                                 "share": v / total} for k, v in top]}
+
+
 def make_hf_step(args):
     """transformers' PyTorch AlbertForPreTraining: forward, backward, AdamW, same shapes.
     Returns run(n), already warmed up."""
@@ -222,10 +246,11 @@ def make_hf_step(args):
     from albert.config import AlbertConfig
 
     torch.set_num_threads(os.cpu_count() or 1)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     config = AlbertConfig.from_preset(args.model_size, vocab_size=args.vocab_size,
                                       classifier_dropout_prob=0.0)
     model = transformers.AlbertForPreTraining(transformers.AlbertConfig(**config.to_dict()))
-    model.train()
+    model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     rng = np.random.default_rng(0)
     b = args.per_gpu_batch_size * args.gradient_accumulation_steps
@@ -237,12 +262,20 @@ def make_hf_step(args):
         labels[row, pos] = ids[row, pos]
     types = torch.tensor((np.arange(s)[None] >= s // 2).repeat(b, 0).astype(np.int64))
     sop = torch.tensor(rng.integers(0, 2, (b,)))
+    ids, labels, types, sop = (t.to(device) for t in (ids, labels, types, sop))
+    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
+    scaler = torch.amp.GradScaler(device, enabled=args.precision == "fp16")
 
     def step():
         opt.zero_grad(set_to_none=True)
-        out = model(input_ids=ids, token_type_ids=types, labels=labels, sentence_order_label=sop)
-        out.loss.backward()
-        opt.step()
+        with torch.autocast(device, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            out = model(input_ids=ids, token_type_ids=types, labels=labels,
+                        sentence_order_label=sop)
+        scaler.scale(out.loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        if device == "cuda":
+            torch.cuda.synchronize()
 
     def run(n):
         for _ in range(n):
@@ -328,6 +361,12 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     result = {"config": {k: v for k, v in vars(args).items() if k != "output"}}
+    if args.profile:
+        try:
+            import xprof  # noqa: F401
+        except ImportError:
+            raise SystemExit("error: --profile needs xprof to summarise the trace; run "
+                             "scripts/setup.sh or pip install -e '.[profile]'") from None
     if not args.no_step:
         result.update(bench_step(args))
     if args.input_pipeline:

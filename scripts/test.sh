@@ -4,6 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "[test] ruff check"
-.venv/bin/ruff check models tests scripts
+.venv/bin/ruff check .
 echo "[test] pytest"
 exec .venv/bin/python -m pytest "$@"

@@ -64,6 +64,8 @@ def test_learns_and_logs_to_tensorboard(sample_records, sample_vocab, tmp_path):
     })
     proc = run_cli(argv)
     assert "train step 10 loss" in proc.stdout and "seq_per_sec" in proc.stdout
+    # --xla auto on a CPU: the update compiled, the gradient decided by the matmul probe.
+    assert "update on (auto: CPU float32 matmul" in proc.stdout + proc.stderr
     records = read_jsonl(tmp_path / "logs" / "metrics.jsonl")
     train = [r for r in records if r["split"] == "train"]
     val = [r for r in records if r["split"] == "val"]

@@ -144,3 +144,70 @@ def test_qa_model_starts_from_a_pretraining_checkpoint(batches, tmp_path):
     other = tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(tmp_path / "other" / "ckpt"))
     with pytest.raises(ValueError, match="holds no ALBERT model weights"):
         handler.restore(other, partial=True)
+
+
+def test_onednn_gradient_with_xla_update_matches_plain_tf(batches):
+    # The CPU plan choose_xla can pick: gradient on TensorFlow's kernels, update under XLA.
+    mixed = make_trainer(xla=True, xla_gradient=False)
+    plain = make_trainer(xla=False)
+    for b in batches[:4]:
+        mixed.train_step(b)
+        plain.train_step(b)
+    assert int(mixed.step) == int(plain.step) == 4
+    for a, b in zip(mixed.model.trainable_variables, plain.model.trainable_variables,
+                    strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("xla_rate, onednn_rate, gradient", [(2e11, 1e11, True),
+                                                              (1e11, 2e11, False)])
+def test_auto_xla_compiles_the_gradient_only_where_its_matmul_wins(monkeypatch, xla_rate,
+                                                                    onednn_rate, gradient):
+    from albert import training
+
+    calls = []
+
+    def fake_matmul_flops(dtype, jit, **kwargs):
+        calls.append((dtype, jit))
+        return xla_rate if jit else onednn_rate
+
+    monkeypatch.setattr(training, "matmul_flops", fake_matmul_flops)
+    plan = training.choose_xla("auto", "bf16", Distributed())
+    assert plan.gradient is gradient and plan.update is True
+    assert "200 GFLOP/s" in plan.reason and "100 GFLOP/s" in plan.reason
+    assert calls and all(dtype == tf.bfloat16 for dtype, _ in calls)  # probed in the compute dtype
+    assert training.choose_xla("off", "fp32") == (False, False, "--xla off")
+    assert training.choose_xla("on", "fp32")[:2] == (True, True)
+    with pytest.raises(ValueError, match="--xla must be one of"):
+        training.choose_xla("yes", "fp32")
+
+
+def test_matmul_probe_measures_a_rate():
+    from albert.training import matmul_flops
+
+    for jit in (False, True):
+        rate = matmul_flops(tf.float32, jit, n=256, chain=2, repeats=1)
+        assert 1e8 < rate < 1e14
+
+
+def test_auto_xla_plan_is_rank_zeros_on_every_rank(tmp_path):
+    # Each rank's probe can come out differently on a busy host; all must compile the same.
+    import subprocess
+    import sys
+
+    script = tmp_path / "plan.py"
+    script.write_text(
+        "from albert import distributed, training\n"
+        "dist = distributed.init()\n"
+        "fast = (lambda jit: 2e11 if jit else 1e11) if dist.rank == 0 else "
+        "(lambda jit: 1e11 if jit else 2e11)\n"
+        "training.matmul_flops = lambda dtype, jit, **kw: fast(jit)\n"
+        "print('PLAN', dist.rank, training.choose_xla('auto', 'fp32', dist).gradient)\n")
+    horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+    proc = subprocess.run([horovodrun, "-np", "2", "--gloo", "-H", "localhost:2", sys.executable,
+                           str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    plans = sorted(line.split("PLAN ", 1)[1] for line in proc.stdout.splitlines()
+                   if "PLAN " in line)
+    assert plans == ["0 True", "1 True"], proc.stdout[-3000:]

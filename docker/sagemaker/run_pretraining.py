@@ -1,4 +1,4 @@
-"""SageMaker entry point (sagemaker_program=run_pretraining.py): the installed albert.run_pretraining."""
+"""SageMaker entry point (sagemaker_program=run_pretraining.py): runs albert.run_pretraining."""
 
 import sys
 

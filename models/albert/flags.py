@@ -58,7 +58,10 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--max_grad_norm", type=float, default=1.0,
                    help="clip by global norm after the allreduce (0 disables)")
     g.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
-    g.add_argument("--skip_xla", action="store_true", help="do not XLA-compile the step")
+    g.add_argument("--xla", choices=("auto", "on", "off"), default="auto",
+                   help="XLA-compile the step. auto: the update always, the gradient on GPUs, and "
+                        "on CPUs when XLA's matmul is faster than oneDNN's (probed at start)")
+    g.add_argument("--skip_xla", action="store_true", help="same as --xla off (aws-samples name)")
     g.add_argument("--eager", action="store_true", help="run eagerly (debugging)")
     g.add_argument("--fp16_allreduce", action="store_true",
                    help="compress gradients to fp16 for the allreduce")
@@ -123,6 +126,15 @@ def model_from_flags(cls, args, max_seq_length: int):
         raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
                         f"max_position_embeddings ({model.config.max_position_embeddings})")
     return model
+
+
+def xla_plan_from_flags(args, dist):
+    """--xla/--skip_xla/--eager -> training.XlaPlan (which step functions XLA compiles)."""
+    from albert.training import XlaPlan, choose_xla
+
+    if args.eager:
+        return XlaPlan(False, False, "--eager")
+    return choose_xla("off" if args.skip_xla else args.xla, args.precision, dist)
 
 
 def resolve_batch_size(args, ranks: int) -> int:

@@ -24,6 +24,7 @@ from albert.flags import (
     model_from_flags,
     resolve_batch_size,
     user_errors,
+    xla_plan_from_flags,
 )
 
 logger = logging.getLogger("albert.run_pretraining")
@@ -104,10 +105,11 @@ def run(args) -> int:
         return learning_rate_at(step, args.learning_rate, args.warmup_steps, args.total_steps,
                                 args.end_learning_rate, args.decay_power)
 
+    xla = xla_plan_from_flags(args, dist)
     trainer = Trainer(
         model, pretraining_loss, optimizer, schedule, dist,
         metric_names=PRETRAINING_METRICS, accum_steps=args.gradient_accumulation_steps,
-        precision=args.precision, xla=not args.skip_xla, eager=args.eager,
+        precision=args.precision, xla=xla.update, xla_gradient=xla.gradient, eager=args.eager,
         max_grad_norm=args.max_grad_norm, fp16_allreduce=args.fp16_allreduce,
     )
     checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
@@ -141,9 +143,10 @@ def run(args) -> int:
     if dist.is_chief:
         params = sum(int(tf.size(v)) for v in model.weights)
         logger.info("ALBERT %s: %.2fM parameters, %d rank(s) x %d sequences x %d accumulation, "
-                    "precision %s, XLA %s", args.model_config or args.model_size, params / 1e6,
-                    dist.size, batch_size, args.gradient_accumulation_steps, args.precision,
-                    "off" if args.skip_xla or args.eager else "on")
+                    "precision %s, XLA gradient %s, update %s (%s)",
+                    args.model_config or args.model_size, params / 1e6, dist.size, batch_size,
+                    args.gradient_accumulation_steps, args.precision,
+                    "on" if xla.gradient else "off", "on" if xla.update else "off", xla.reason)
     try:
         status = fit(
             trainer, iter(dataset), total_steps=args.total_steps, checkpoints=checkpoints,
@@ -192,7 +195,8 @@ def squad_during_pretraining(model, args, dist) -> dict:
             os.path.join(tmp, "ckpt"), "--log_dir", os.path.join(tmp, "logs"),
             "--cache_dir", os.path.join(args.checkpoint_dir, "squad_cache"), "--no_progress",
             "--log_frequency", str(max(args.squad_steps, 1)),
-        ] + (["--skip_xla"] if args.skip_xla or args.eager else [])
+            "--xla", "off" if args.skip_xla or args.eager else args.xla,
+        ]
         # The child is a single process: hide the launcher's rank variables from it.
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("HOROVOD_", "OMPI_", "PMI_", "PMIX_"))}

@@ -27,6 +27,7 @@ from albert.flags import (
     model_from_flags,
     resolve_batch_size,
     user_errors,
+    xla_plan_from_flags,
 )
 
 logger = logging.getLogger("albert.run_squad")
@@ -125,16 +126,21 @@ def run(args) -> int:
         raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
                         f"model's vocab_size is {config.vocab_size}")
     metrics = MetricsLogger(args.log_dir, dist)
+    xla = xla_plan_from_flags(args, dist)
+    if dist.is_chief:
+        logger.info("XLA gradient %s, update %s (%s)", "on" if xla.gradient else "off",
+                    "on" if xla.update else "off", xla.reason)
     step = 0
     try:
         if args.train_file:
-            step = _train(args, model, config, tokenizer, spm_model, settings, dist, metrics)
+            step = _train(args, model, config, tokenizer, spm_model, settings, dist, metrics,
+                          xla)
         if args.predict_file:
             examples, data, prefix = _features(args.predict_file, tokenizer, spm_model,
                                                settings, False, args, dist)
             version = {"squadv1": "v1.1", "squadv2": "v2.0"}.get(args.squad_version) \
                 or detect_version(data)
-            results = _predict(model, prefix, args, dist)
+            results = _predict(model, prefix, args, dist, xla.gradient)
             if dist.is_chief:
                 meta = squad.read_feature_meta(prefix)
                 predictions, nbest, null_odds = squad.postprocess(
@@ -162,7 +168,7 @@ def run(args) -> int:
     return 0
 
 
-def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics) -> int:
+def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics, xla) -> int:
     import tensorflow as tf
 
     from albert.data import squad
@@ -187,7 +193,8 @@ def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics) -
                                              args.end_learning_rate, args.decay_power)
     trainer = Trainer(model, squad_loss, optimizer, schedule, dist, metric_names=SQUAD_METRICS,
                       accum_steps=args.gradient_accumulation_steps, precision=args.precision,
-                      xla=not args.skip_xla, eager=args.eager, max_grad_norm=args.max_grad_norm,
+                      xla=xla.update, xla_gradient=xla.gradient, eager=args.eager,
+                      max_grad_norm=args.max_grad_norm,
                       fp16_allreduce=args.fp16_allreduce)
     checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
                                     keep=args.keep_checkpoints, config=config)
@@ -218,7 +225,7 @@ def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics) -
     return int(trainer.step)
 
 
-def _predict(model, prefix, args, dist) -> dict:
+def _predict(model, prefix, args, dist, xla: bool) -> dict:
     """This rank's share of the features -> {feature_index: (start, end)}, gathered on rank 0."""
     import tensorflow as tf
 
@@ -228,7 +235,7 @@ def _predict(model, prefix, args, dist) -> dict:
     data = (records.shard(dist.size, dist.rank).batch(args.eval_batch_size)
             .map(parse).prefetch(tf.data.AUTOTUNE))
 
-    @tf.function(jit_compile=not (args.skip_xla or args.eager), reduce_retracing=True)
+    @tf.function(jit_compile=xla, reduce_retracing=True)
     def logits(batch):
         out = model({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")},
                     training=False)

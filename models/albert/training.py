@@ -1,11 +1,11 @@
 """The training machinery shared by run_pretraining and run_squad.
 
 One update (`Trainer.train_step`) is:
-  for each of `accum_steps` micro-batches: loss and gradients in one XLA-compiled function
+  for each of `accum_steps` micro-batches: loss and gradients in one function
   -> average over micro-batches -> average over ranks (one grouped allreduce, optionally fp16)
   -> unscale (fp16) -> finite check -> clip by global norm -> optimizer update.
-Horovod ops cannot run inside jit_compile, which is why the micro-batch function is compiled on its
-own and the allreduce/update runs in the surrounding (non-XLA) tf.function.
+Horovod ops cannot run inside jit_compile, so the micro-batch gradient and the update are two
+separately XLA-compiled functions around the allreduce (see `XlaPlan` for when the gradient is not).
 
 fp16 uses a dynamic loss scale: an update with any inf/NaN gradient is skipped (counted; `step`,
 which drives the learning-rate schedule, does not advance) and the scale halves; after
@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import time
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
@@ -34,6 +35,59 @@ from albert.distributed import Distributed
 logger = logging.getLogger("albert.training")
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+XLA_MODES = ("auto", "on", "off")
+_COMPUTE_DTYPES = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
+
+
+def matmul_flops(dtype, jit: bool, n: int = 1024, chain: int = 10, repeats: int = 3) -> float:
+    """Best-of-`repeats` FLOP/s of a chain of n x n matmuls, by TensorFlow's kernels (oneDNN on
+    x86 CPUs, cuBLAS on GPUs) or, with jit, by XLA's."""
+    a = tf.cast(tf.random.normal((n, n)), dtype)
+    scale = tf.cast(1.0 / n, dtype)
+
+    @tf.function(jit_compile=jit)
+    def chain_fn(x):
+        for _ in range(chain):
+            x = tf.matmul(x, a) * scale
+        return x
+
+    chain_fn(a).numpy()
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        chain_fn(a).numpy()
+        best = max(best, chain * 2 * n ** 3 / (time.perf_counter() - start))
+    return best
+
+
+class XlaPlan(NamedTuple):
+    """Which of the two step functions XLA compiles, and why (for the log line)."""
+    gradient: bool
+    update: bool
+    reason: str
+
+
+def choose_xla(mode: str, precision: str, dist: Distributed | None = None) -> XlaPlan:
+    """--xla on/off compile both functions or neither. auto compiles the update always (it is
+    elementwise work that XLA fuses) and the gradient wherever XLA's matmuls are the fast ones:
+    on a GPU always; on a CPU only when XLA's matmul beats TensorFlow's oneDNN kernel in a ~1 s
+    probe. The probe is what decides because the answer is per CPU: oneDNN won on an AVX-512
+    Xeon (2.48 vs 2.18 seq/s ALBERT-base fp32, and bf16 2x, where oneDNN uses AMX and XLA does
+    not), XLA's matmul won on an AMD EPYC. Rank 0's choice is used on every rank."""
+    if mode not in XLA_MODES:
+        raise ValueError(f"--xla must be one of {XLA_MODES}, got {mode!r}")
+    if mode != "auto":
+        on = mode == "on"
+        return XlaPlan(on, on, f"--xla {mode}")
+    if tf.config.list_physical_devices("GPU"):
+        return XlaPlan(True, True, "auto: GPU")
+    dtype = _COMPUTE_DTYPES[precision]
+    xla, onednn = matmul_flops(dtype, True), matmul_flops(dtype, False)
+    if dist is not None and dist.size > 1:
+        xla, onednn = dist.allgather_object((xla, onednn))[0]
+    return XlaPlan(xla > onednn, True,
+                   f"auto: CPU {dtype.name} matmul {xla / 1e9:.0f} GFLOP/s under XLA, "
+                   f"{onednn / 1e9:.0f} GFLOP/s by TensorFlow's kernels")
 
 
 def set_precision(precision: str) -> None:
@@ -64,7 +118,8 @@ class Trainer:
 
     def __init__(self, model, loss_fn, optimizer, schedule, dist: Distributed, *,
                  metric_names, accum_steps: int = 1, precision: str = "fp32", xla: bool = True,
-                 eager: bool = False, max_grad_norm: float = 1.0, fp16_allreduce: bool = False,
+                 xla_gradient: bool | None = None, eager: bool = False,
+                 max_grad_norm: float = 1.0, fp16_allreduce: bool = False,
                  initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000):
         if accum_steps < 1:
             raise ValueError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
@@ -93,10 +148,13 @@ class Trainer:
         else:
             # Two XLA clusters around the allreduce (which XLA cannot hold): the micro-batch
             # gradients, and everything after the allreduce (unscale, clip, LAMB, counters).
-            self._grad_fn = tf.function(self._grads, jit_compile=xla, reduce_retracing=True)
+            forward_xla = xla if xla_gradient is None else xla_gradient
+            self._grad_fn = tf.function(self._grads, jit_compile=forward_xla,
+                                        reduce_retracing=True)
             self._apply_fn = tf.function(self._apply, jit_compile=xla, reduce_retracing=True)
             self._step_fn = tf.function(self._train_step, reduce_retracing=True)
-            self._eval_fn = tf.function(self._eval, jit_compile=xla, reduce_retracing=True)
+            self._eval_fn = tf.function(self._eval, jit_compile=forward_xla,
+                                        reduce_retracing=True)
 
     # -- state ------------------------------------------------------------------------------------
 
