@@ -18,6 +18,7 @@ micro-batches, steps and ranks.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -39,9 +40,8 @@ XLA_MODES = ("auto", "on", "off")
 _COMPUTE_DTYPES = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
 
 
-def matmul_flops(dtype, jit: bool, n: int = 1024, chain: int = 10, repeats: int = 3) -> float:
-    """Best-of-`repeats` FLOP/s of a chain of n x n matmuls, by TensorFlow's kernels (oneDNN on
-    x86 CPUs, cuBLAS on GPUs) or, with jit, by XLA's."""
+@functools.cache
+def _matmul_chain(dtype, jit: bool, n: int, chain: int):
     a = tf.cast(tf.random.normal((n, n)), dtype)
     scale = tf.cast(1.0 / n, dtype)
 
@@ -51,7 +51,14 @@ def matmul_flops(dtype, jit: bool, n: int = 1024, chain: int = 10, repeats: int 
             x = tf.matmul(x, a) * scale
         return x
 
-    chain_fn(a).numpy()
+    chain_fn(a).numpy()  # compile and warm up
+    return chain_fn, a
+
+
+def matmul_flops(dtype, jit: bool, n: int = 1024, chain: int = 10, repeats: int = 3) -> float:
+    """Best-of-`repeats` FLOP/s of a chain of n x n matmuls, by TensorFlow's kernels (oneDNN on
+    x86 CPUs, cuBLAS on GPUs) or, with jit, by XLA's."""
+    chain_fn, a = _matmul_chain(dtype, jit, n, chain)
     best = 0.0
     for _ in range(repeats):
         start = time.perf_counter()
@@ -70,10 +77,11 @@ class XlaPlan(NamedTuple):
 def choose_xla(mode: str, precision: str, dist: Distributed | None = None) -> XlaPlan:
     """--xla on/off compile both functions or neither. auto compiles the update always (it is
     elementwise work that XLA fuses) and the gradient wherever XLA's matmuls are the fast ones:
-    on a GPU always; on a CPU only when XLA's matmul beats TensorFlow's oneDNN kernel in a ~1 s
+    on a GPU always; on a CPU only when XLA's matmul beats TensorFlow's oneDNN kernel in a ~3 s
     probe. The probe is what decides because the answer is per CPU: oneDNN won on an AVX-512
-    Xeon (2.48 vs 2.18 seq/s ALBERT-base fp32, and bf16 2x, where oneDNN uses AMX and XLA does
-    not), XLA's matmul won on an AMD EPYC. Rank 0's choice is used on every rank."""
+    Xeon (2.48 vs 2.18 seq/s ALBERT-base fp32; bf16 2x, as oneDNN's bf16 matmul ran at 450-540
+    GFLOP/s and XLA's at 160-210), XLA's matmul won on an AMD EPYC. Rank 0's choice is used on
+    every rank."""
     if mode not in XLA_MODES:
         raise ValueError(f"--xla must be one of {XLA_MODES}, got {mode!r}")
     if mode != "auto":
@@ -82,7 +90,10 @@ def choose_xla(mode: str, precision: str, dist: Distributed | None = None) -> Xl
     if tf.config.list_physical_devices("GPU"):
         return XlaPlan(True, True, "auto: GPU")
     dtype = _COMPUTE_DTYPES[precision]
-    xla, onednn = matmul_flops(dtype, True), matmul_flops(dtype, False)
+    xla = onednn = 0.0
+    for _ in range(4):  # interleaved, best of each: a shared host's speed drifts
+        xla = max(xla, matmul_flops(dtype, True, repeats=2))
+        onednn = max(onednn, matmul_flops(dtype, False, repeats=2))
     if dist is not None and dist.size > 1:
         xla, onednn = dist.allgather_object((xla, onednn))[0]
     return XlaPlan(xla > onednn, True,
