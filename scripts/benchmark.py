@@ -119,10 +119,10 @@ def synthetic_batch(args, vocab_size, rng):
 def measure_matmul_peak(precision: str, on_gpu: bool) -> float:
     """The faster of TensorFlow's kernel and XLA's on a large matmul in the compute dtype (the
     step may run on either: see training.choose_xla)."""
-    from albert.training import _COMPUTE_DTYPES, matmul_flops
+    from albert.training import COMPUTE_DTYPES, matmul_flops
 
     n = 8192 if on_gpu else 2048
-    dtype = _COMPUTE_DTYPES[precision]
+    dtype = COMPUTE_DTYPES[precision]
     return max(matmul_flops(dtype, jit=False, n=n), matmul_flops(dtype, jit=True, n=n))
 
 

@@ -37,7 +37,7 @@ logger = logging.getLogger("albert.training")
 
 PRECISIONS = ("fp32", "fp16", "bf16")
 XLA_MODES = ("auto", "on", "off")
-_COMPUTE_DTYPES = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
+COMPUTE_DTYPES = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}
 
 
 @functools.cache
@@ -89,7 +89,7 @@ def choose_xla(mode: str, precision: str, dist: Distributed | None = None) -> Xl
         return XlaPlan(on, on, f"--xla {mode}")
     if tf.config.list_physical_devices("GPU"):
         return XlaPlan(True, True, "auto: GPU")
-    dtype = _COMPUTE_DTYPES[precision]
+    dtype = COMPUTE_DTYPES[precision]
     xla = onednn = 0.0
     for _ in range(4):  # interleaved, best of each: a shared host's speed drifts
         xla = max(xla, matmul_flops(dtype, True, repeats=2))
