@@ -65,6 +65,7 @@ def parse_args(argv=None):
     p.add_argument("--xla", choices=("auto", "on", "off"), default="auto",
                    help="as in run_pretraining: which step functions XLA compiles")
     p.add_argument("--skip_xla", action="store_true", help="same as --xla off")
+    p.set_defaults(eager=False)  # what flags.xla_plan_from_flags reads; the step is never eager
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--steps", type=int, default=10, help="timed updates per repeat")
     p.add_argument("--warmup", type=int, default=3, help="untimed updates first (compilation)")
@@ -132,10 +133,11 @@ def bench_step(args) -> dict:
 
     from albert import distributed
     from albert.config import AlbertConfig
+    from albert.flags import xla_plan_from_flags
     from albert.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.modeling import AlbertForPreTraining
     from albert.optimization import make_optimizer
-    from albert.training import Trainer, choose_xla, set_precision
+    from albert.training import Trainer, set_precision
 
     dist = distributed.init()
     set_precision(args.precision)
@@ -143,7 +145,7 @@ def bench_step(args) -> dict:
                                       classifier_dropout_prob=0.0)
     model = AlbertForPreTraining(config).build_for_config()
     optimizer = make_optimizer("lamb", model.trainable_variables)
-    xla = choose_xla("off" if args.skip_xla else args.xla, args.precision, dist)
+    xla = xla_plan_from_flags(args, dist)
     trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
                       metric_names=PRETRAINING_METRICS,
                       accum_steps=args.gradient_accumulation_steps, precision=args.precision,
