@@ -26,7 +26,10 @@ step_time_s, step_time_min_s, step_time_max_s,
 flops_per_seq, achieved_flops, peak_flops, measured_matmul_flops, mfu; with --compare_hf also
 hf_seq_per_sec, ratio_vs_hf; with --input_pipeline reader_records_per_sec, reader_vs_step;
 with --horovod N scaling (seq_per_sec for 1 and N processes, weak_scaling_efficiency); with
---data_prep data_prep_instances_per_sec.
+--data_prep data_prep_instances_per_sec; with --profile profile_top_ops (type, source
+"tensorflow" or "xla", self_time_ms_per_step, share), profile_xla_modules (each XLA-compiled step
+function's share), profile_coverage (TensorFlow op, XLA thunk and TensorFlow "idle" milliseconds
+per step) and, where XLA ran but left no events, profile_not_covered.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -172,7 +176,8 @@ def bench_step(args) -> dict:
             hf_run(args.steps)
             hf_times.append((time.perf_counter() - t) / args.steps)
     step_time = statistics.median(times)
-    profile = profile_steps(run_steps, args.steps, args.profile) if args.profile else {}
+    profile = (profile_steps(run_steps, args.steps, args.profile, xla.gradient or xla.update)
+               if args.profile else {})
     seqs = args.per_gpu_batch_size * args.gradient_accumulation_steps * dist.size
     gpus = tf.config.list_physical_devices("GPU")
     measured = measure_matmul_peak(args.precision, bool(gpus))
@@ -209,8 +214,20 @@ def bench_step(args) -> dict:
     }
 
 
-def profile_steps(run_steps, steps: int, logdir: str) -> dict:
-    """Trace `steps` updates; summarise self time by op type (xprof's framework_op_stats)."""
+def profile_steps(run_steps, steps: int, logdir: str, xla_compiled: bool) -> dict:
+    """Trace `steps` updates and say where their time went.
+
+    TensorFlow ops come from xprof's framework_op_stats (self time by op type). That table
+    cannot see inside an XLA cluster: the whole compiled gradient shows up as "IDLE". XLA's CPU
+    runtime does record one trace event per HLO thunk (each carries an `hlo_op` stat), so those
+    are read from the raw trace and summed by HLO instruction kind ("XLA:dot", "XLA:MatMul",
+    "XLA:add_multiply_fusion", ...) and by compiled module. Shares are of the traced op time
+    (TensorFlow ops' self time + XLA thunks' self time, summed over threads); TensorFlow's IDLE is
+    left out of the table (it is either idle threads or XLA time counted twice) and reported
+    as profile_coverage.tensorflow_idle_ms_per_step. Where XLA compiled part of the step but the
+    trace holds no HLO events for it, profile_not_covered says so instead of leaving a table
+    that silently misses that work.
+    """
     import glob
 
     import tensorflow as tf
@@ -221,21 +238,98 @@ def profile_steps(run_steps, steps: int, logdir: str) -> dict:
         run_steps(steps)
     finally:
         tf.profiler.experimental.stop()
-    planes = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
-    data, _ = raw_to_tool_data.xspace_to_tool_data(planes[-1:], "framework_op_stats", {})
+    planes = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1:]
+    data, _ = raw_to_tool_data.xspace_to_tool_data(planes, "framework_op_stats", {})
     table = json.loads(data)
     table = table[0] if isinstance(table, list) else table
     cols = [c["id"] for c in table["cols"]]
     kind, self_us = cols.index("type"), cols.index("total_self_time")
-    by_type: dict[str, float] = {}
+    tf_ops: dict[str, float] = {}
     for row in table["rows"]:
         cells = [(c or {}).get("v") for c in row["c"]]
-        by_type[cells[kind]] = by_type.get(cells[kind], 0.0) + cells[self_us]
-    total = sum(by_type.values()) or 1.0
-    top = sorted(by_type.items(), key=lambda kv: -kv[1])[:12]
-    return {"profile_dir": logdir,
-            "profile_top_ops": [{"type": k, "self_time_ms_per_step": v / 1e3 / steps,
-                                 "share": v / total} for k, v in top]}
+        tf_ops[cells[kind]] = tf_ops.get(cells[kind], 0.0) + cells[self_us]
+    idle_us = tf_ops.pop("IDLE", 0.0)
+    xla_ops, xla_modules = xla_thunk_times(planes[0])
+    ops = [(k, v, "tensorflow") for k, v in tf_ops.items()]
+    ops += [(f"XLA:{k}", v, "xla") for k, v in xla_ops.items()]
+    total = sum(v for _, v, _ in ops) or 1.0
+    top = sorted(ops, key=lambda op: -op[1])[:15]
+    xla_us = sum(xla_ops.values())
+    out = {
+        "profile_dir": logdir,
+        "profile_top_ops": [{"type": k, "source": source, "self_time_ms_per_step": v / 1e3 / steps,
+                             "share": v / total} for k, v, source in top],
+        "profile_xla_modules": [
+            {"module": k, "step_function": _step_function(k), "ms_per_step": v / 1e3 / steps,
+             "share": v / total}
+            for k, v in sorted(xla_modules.items(), key=lambda kv: -kv[1])],
+        "profile_coverage": {
+            "tensorflow_ops_ms_per_step": sum(tf_ops.values()) / 1e3 / steps,
+            "xla_ops_ms_per_step": xla_us / 1e3 / steps,
+            "xla_share": xla_us / total,
+            "tensorflow_idle_ms_per_step": idle_us / 1e3 / steps,
+        },
+    }
+    if xla_compiled and not xla_us:
+        out["profile_not_covered"] = (
+            "XLA-compiled step functions left no HLO events in this trace, so their time is "
+            "missing from profile_top_ops; dump the compiled HLO with XLA_FLAGS="
+            "--xla_dump_to=DIR and read the per-kernel timeline in xprof's trace viewer")
+    return out
+
+
+def _step_function(module: str) -> str:
+    """XLA module 'a_inference__grads_4543__.126' -> the traced function '_grads'."""
+    found = re.search(r"inference_(\w+?)_\d+__", module)
+    return found.group(1) if found else module
+
+
+def _hlo_kind(name: str) -> str:
+    """'MatMul_1.82' -> 'MatMul', 'add_multiply_fusion.19' -> 'add_multiply_fusion'."""
+    base = re.sub(r"\.\d+$", "", name)
+    return re.sub(r"_\d+$", "", base)
+
+
+def xla_thunk_times(xplane_path: str) -> tuple[dict, dict]:
+    """Self time (microseconds, summed over threads) of the XLA HLO thunks in one trace file, by
+    HLO instruction kind and by compiled module. A thunk that contains others (a conditional, a
+    while loop) is charged only for the time its children do not cover."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(xplane_path, "rb") as f:
+        space.ParseFromString(f.read())
+    by_kind: dict[str, float] = {}
+    by_module: dict[str, float] = {}
+    for plane in space.planes:
+        stat_names = {i: m.name for i, m in plane.stat_metadata.items()}
+        for line in plane.lines:
+            events = []
+            for event in line.events:
+                stats = {stat_names.get(s.metadata_id): s for s in event.stats}
+                if "hlo_op" not in stats:
+                    continue
+                module = stats.get("hlo_module")
+                module_name = (plane.stat_metadata[module.ref_value].name
+                               if module is not None and module.ref_value else "?")
+                name = plane.event_metadata[event.metadata_id].name
+                events.append((event.offset_ps, event.offset_ps + event.duration_ps, name,
+                               module_name))
+            events.sort(key=lambda e: (e[0], -e[1]))
+            # Self time: subtract each event's span from its innermost enclosing event.
+            self_ps = [end - start for start, end, _, _ in events]
+            stack: list[int] = []
+            for i, (start, end, _, _) in enumerate(events):
+                while stack and events[stack[-1]][1] <= start:
+                    stack.pop()
+                if stack:
+                    self_ps[stack[-1]] -= end - start
+                stack.append(i)
+            for (_, _, name, module_name), ps in zip(events, self_ps, strict=True):
+                us = max(ps, 0) / 1e6
+                by_kind[_hlo_kind(name)] = by_kind.get(_hlo_kind(name), 0.0) + us
+                by_module[module_name] = by_module.get(module_name, 0.0) + us
+    return by_kind, by_module
 
 
 def make_hf_step(args):
