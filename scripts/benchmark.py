@@ -25,8 +25,17 @@ Stable JSON keys: xla (which step functions XLA compiled, and why), seq_per_sec,
 step_time_s, step_time_min_s, step_time_max_s,
 flops_per_seq, achieved_flops, peak_flops, measured_matmul_flops, mfu; with --compare_hf also
 hf_seq_per_sec, ratio_vs_hf; with --input_pipeline reader_records_per_sec, reader_vs_step;
-with --horovod N scaling (seq_per_sec for 1 and N processes, weak_scaling_efficiency); with
---data_prep data_prep_instances_per_sec; with --profile profile_top_ops (type, source
+with --memory peak_memory_bytes (measured through the warm-up updates: on a CPU the peak
+resident memory of this process, on a GPU the allocator's peak from
+tf.config.experimental.get_memory_info), planned_memory_bytes (albert.plan.memory_plan's estimate
+of the same quantity: on a GPU without the runtime term, which the allocator does not see),
+planned_memory (the plan's parts, bytes) and, with --memory_budget_gb,
+planned_largest_micro_batch ({"none": m, "layers": m}: the largest micro-batch the plan fits in
+the budget without and with recomputation); with --horovod N scaling (seq_per_sec for 1 and N
+processes, weak_scaling_efficiency); with --restart_cost N (with --input_pipeline) restart:
+[{records, restore_s, replay_s, state_mb, same_next_batch}] after 10 updates and after N records;
+with --data_prep data_prep_instances_per_sec, data_prep_input_mb and data_prep_peak_memory_mb (the
+generator's whole process tree); with --profile profile_top_ops (type, source
 "tensorflow" or "xla", self_time_ms_per_step, share), profile_xla_modules (each XLA-compiled step
 function's share), profile_coverage (TensorFlow op, XLA thunk and TensorFlow "idle" milliseconds
 per step) and, where XLA ran but left no events, profile_not_covered.
@@ -70,6 +79,13 @@ def parse_args(argv=None):
                    help="as in run_pretraining: which step functions XLA compiles")
     p.add_argument("--skip_xla", action="store_true", help="same as --xla off")
     p.set_defaults(eager=False)  # what flags.xla_plan_from_flags reads; the step is never eager
+    p.add_argument("--recompute", choices=("none", "layers"), default="none",
+                   help="recompute each transformer layer's activations in the backward pass")
+    p.add_argument("--memory", action="store_true",
+                   help="report the measured peak memory of the update beside the memory plan")
+    p.add_argument("--memory_budget_gb", type=float, default=None,
+                   help="with --memory: also report the largest micro-batch the plan fits in "
+                        "this many GB (GiB), with and without recomputation")
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--steps", type=int, default=10, help="timed updates per repeat")
     p.add_argument("--warmup", type=int, default=3, help="untimed updates first (compilation)")
@@ -80,6 +96,12 @@ def parse_args(argv=None):
                    help="also time the reader on these TFRecords")
     p.add_argument("--horovod", type=int, default=0, metavar="N",
                    help="run under horovodrun with 1 and N processes: weak scaling")
+    p.add_argument("--restart_cost", type=int, default=0, metavar="RECORDS",
+                   help="with --input_pipeline: time putting the input stream back where a run "
+                        "stopped, after 10 updates and after RECORDS consumed records, by "
+                        "restoring the saved iterator state (what run_pretraining does) and by "
+                        "replaying")
+    p.add_argument("--restart_case", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--data_prep", default=None, metavar="TEXT_FILE",
                    help="also time create_pretraining_data on this text")
     p.add_argument("--spm_model", default=None, help="vocabulary for --data_prep")
@@ -124,7 +146,8 @@ def synthetic_batch(args, vocab_size, rng):
 def measure_matmul_peak(precision: str, on_gpu: bool) -> float:
     """The faster of TensorFlow's kernel and XLA's on a large matmul in the compute dtype (the
     step may run on either: see training.choose_xla)."""
-    from albert.training import COMPUTE_DTYPES, matmul_flops
+    from albert.precision import COMPUTE_DTYPES
+    from albert.xla_plan import matmul_flops
 
     n = 8192 if on_gpu else 2048
     dtype = COMPUTE_DTYPES[precision]
@@ -141,7 +164,8 @@ def bench_step(args) -> dict:
     from albert.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.modeling import AlbertForPreTraining
     from albert.optimization import make_optimizer
-    from albert.training import Trainer, set_precision
+    from albert.precision import set_precision
+    from albert.trainer import Trainer
 
     dist = distributed.init()
     set_precision(args.precision)
@@ -153,7 +177,7 @@ def bench_step(args) -> dict:
     trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
                       metric_names=PRETRAINING_METRICS,
                       accum_steps=args.gradient_accumulation_steps, precision=args.precision,
-                      xla=xla.update, xla_gradient=xla.gradient)
+                      xla=xla.update, xla_gradient=xla.gradient, recompute=args.recompute)
     trainer.broadcast_state()
     batch = synthetic_batch(args, config.vocab_size, np.random.default_rng(dist.rank))
 
@@ -163,6 +187,8 @@ def bench_step(args) -> dict:
         int(trainer.step)  # wait for the last update
 
     run_steps(args.warmup)
+    # Before anything else in the run allocates (transformers' model, the matmul probe).
+    memory = memory_report(args, config, dist.size) if args.memory else {}
     hf_run = make_hf_step(args) if args.compare_hf else None
     times, hf_times = [], []
     # Interleaved repeats (ours, theirs, ours, ...): a shared VM's speed drifts over minutes, and
@@ -196,7 +222,7 @@ def bench_step(args) -> dict:
         extra = {"hf_seq_per_sec": hf_seqs / statistics.median(hf_times),
                  "hf_step_time_s": statistics.median(hf_times),
                  "ratio_vs_hf": statistics.median(hf_times) / step_time * dist.size}
-    return extra | profile | {
+    return extra | profile | memory | {
         "device": device,
         "ranks": dist.size,
         "xla": xla._asdict(),
@@ -212,6 +238,51 @@ def bench_step(args) -> dict:
         "mfu": achieved / peak,
         "parameters": int(sum(int(tf.size(v)) for v in model.weights)),
     }
+
+
+def peak_memory_bytes() -> int:
+    """The peak so far: the GPU allocator's peak, else the peak resident memory of this process."""
+    import resource
+
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+
+
+def memory_report(args, config, ranks: int) -> dict:
+    import tensorflow as tf
+
+    from albert.plan import GIB, memory_plan
+
+    device = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
+
+    def plan(micro, recompute):
+        return memory_plan(config, args.max_seq_length, micro, precision=args.precision,
+                           recompute=recompute, ranks=ranks,
+                           accumulation=args.gradient_accumulation_steps,
+                           max_predictions=args.max_predictions_per_seq, device=device)
+
+    planned = plan(args.per_gpu_batch_size, args.recompute)
+    out = {"peak_memory_bytes": peak_memory_bytes(),
+           "planned_memory_bytes": planned.total - (planned.runtime if device == "gpu" else 0),
+           "planned_memory": planned.as_dict()}
+    if args.memory_budget_gb:
+        budget = args.memory_budget_gb * GIB
+        out["planned_largest_micro_batch"] = {
+            mode: _largest(lambda m, mode=mode: plan(m, mode).total <= budget)
+            for mode in ("none", "layers")}
+    return out
+
+
+def _largest(fits, limit: int = 1 << 16) -> int:
+    """The largest m in [0, limit] with fits(m), for fits monotone (0 when 1 does not fit)."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
 
 
 def profile_steps(run_steps, steps: int, logdir: str, xla_compiled: bool) -> dict:
@@ -400,6 +471,56 @@ def bench_reader(args, step_seq_per_sec: float | None) -> dict:
     return out
 
 
+def restart_case(args) -> dict:
+    """One restart, measured in a fresh process: consume `--restart_case` batches, save the
+    iterator as a checkpoint would, then time (a) a new pipeline restored from that state and
+    (b) a new pipeline that skips the consumed records, each up to its first batch."""
+    import tensorflow as tf
+
+    from albert.data.reader import pretraining_dataset
+
+    def make(skip=0):
+        return pretraining_dataset(args.input_pipeline, args.per_gpu_batch_size,
+                                   args.max_seq_length, args.max_predictions_per_seq, seed=1,
+                                   shuffle_buffer=10_000, skip_records=skip)
+
+    batches = args.restart_case
+    it = iter(make())
+    for _ in range(batches):
+        next(it)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = tf.train.Checkpoint(data=it).write(os.path.join(tmp, "ckpt"))
+        state_bytes = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp))
+        expected = next(it)["input_ids"].numpy()
+        del it
+        start = time.perf_counter()
+        restored = iter(make())
+        status = tf.train.Checkpoint(data=restored).read(path)
+        status.expect_partial()
+        first = next(restored)["input_ids"].numpy()
+        restore_s = time.perf_counter() - start
+    start = time.perf_counter()
+    replayed = next(iter(make(batches * args.per_gpu_batch_size)))["input_ids"].numpy()
+    replay_s = time.perf_counter() - start
+    return {"records": batches * args.per_gpu_batch_size, "restore_s": restore_s,
+            "replay_s": replay_s, "state_mb": state_bytes / 1e6,
+            "same_next_batch": bool((first == expected).all() and (replayed == expected).all())}
+
+
+def bench_restart(args, argv) -> dict:
+    results = []
+    for batches in (10, -(-args.restart_cost // args.per_gpu_batch_size)):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "r.json")
+            inner = _drop_flag(_drop_flag(argv, "--restart_cost"), "--output")
+            subprocess.run([sys.executable, os.path.abspath(__file__), *inner, "--no_step",
+                            "--restart_case", str(batches), "--output", out],
+                           check=True, capture_output=True, text=True)
+            with open(out) as f:
+                results.append(json.load(f)["restart"])
+    return {"restart": results}
+
+
 def bench_horovod(args, argv) -> dict:
     horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
     results = {}
@@ -435,22 +556,42 @@ def _drop_flag(argv, flag):
 
 
 def bench_data_prep(args) -> dict:
+    """create_pretraining_data on --data_prep (a file, directory, glob or comma list, any format
+    the generator reads), shuffle on, one process per core: instances/s (start-up included) and
+    the peak resident memory of the whole process tree (generator, readers, workers), sampled
+    every 50 ms."""
+    import psutil
+
     if not args.spm_model:
         raise SystemExit("error: --data_prep needs --spm_model")
     with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
         cmd = [sys.executable, "-m", "albert.create_pretraining_data", "--input", args.data_prep,
-               "--spm_model", args.spm_model, "--output_dir", tmp, "--max_seq_length",
+               "--spm_model", args.spm_model, "--output_dir", out, "--max_seq_length",
                str(args.max_seq_length), "--max_predictions_per_seq",
                str(args.max_predictions_per_seq), "--processes", str(os.cpu_count() or 1),
                "--num_shards", "4", "--no_progress"]
         start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        peak = 0
+        root = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            except psutil.Error:
+                pass
+            time.sleep(0.05)
         wall = time.perf_counter() - start
-        with open(os.path.join(tmp, "summary.json")) as f:
+        if proc.returncode != 0:
+            raise SystemExit(f"error: create_pretraining_data failed: {proc.stderr.read()[-500:]}")
+        with open(os.path.join(out, "summary.json")) as f:
             summary = json.load(f)
+    text_bytes = sum(os.path.getsize(f) for f in summary.get("input_files", [])
+                     if os.path.isfile(f))
     return {"data_prep_instances_per_sec": summary["instances"] / wall,
             "data_prep_instances": summary["instances"], "data_prep_processes": os.cpu_count(),
-            "data_prep_text_mb": os.path.getsize(args.data_prep) / 1e6}
+            "data_prep_input_mb": text_bytes / 1e6, "data_prep_peak_memory_mb": peak / 1e6}
 
 
 def main(argv=None):
@@ -465,7 +606,11 @@ def main(argv=None):
                              "scripts/setup.sh or pip install -e '.[profile]'") from None
     if not args.no_step:
         result.update(bench_step(args))
-    if args.input_pipeline:
+    if args.restart_case:
+        result["restart"] = restart_case(args)
+    elif args.input_pipeline and args.restart_cost:
+        result.update(bench_restart(args, argv))
+    elif args.input_pipeline:
         result.update(bench_reader(args, result.get("seq_per_sec")))
     if args.horovod:
         result.update(bench_horovod(args, argv))

@@ -10,14 +10,19 @@
         --train_dir albert/train --val_dir albert/validation --model_size base \\
         --per_gpu_batch_size 32 --total_steps 125000 --warmup_steps 3125 --precision bf16
 
-Every flag this launcher does not know is passed to the training script as a hyperparameter, and
---filesystem_prefix points at the FSx channel inside the container. --dry_run prints the
-CreateTrainingJob request as JSON and submits nothing.
+Every other flag is passed to the training script as a hyperparameter, and --filesystem_prefix
+points at the FSx channel inside the container. Those flags are checked first with the entry
+point's own parser from this checkout (as the container will parse them), so a misspelt flag, a
+bad value or a missing --total_steps stops here instead of in a paid job. The launcher's own flags
+may be spelt with hyphens too (--dry-run). --dry_run prints the CreateTrainingJob request as JSON
+and submits nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
+import importlib
 import json
 import os
 import re
@@ -25,7 +30,9 @@ import sys
 import tarfile
 import tempfile
 import time
+from unittest import mock
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHANNEL = "fsx"
 CHANNEL_PATH = f"/opt/ml/input/data/{CHANNEL}"
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
@@ -72,36 +79,65 @@ REQUIRED = {
 }
 
 
+LIST_VALUES = ("subnet_ids", "security_group_ids")
+ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+")
+S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
+
+
 class LaunchError(ValueError):
     pass
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def _add(p, name: str, **kw):
+    """A launcher flag under both spellings: --name_with_underscores and --name-with-hyphens."""
+    spellings = [f"--{name}"] + ([f"--{name.replace('_', '-')}"] if "_" in name else [])
+    p.add_argument(*spellings, dest=name, **kw)
+
+
+def _parser() -> argparse.ArgumentParser:
+    # No abbreviations: a prefix of a launcher flag must not swallow a trainer flag (or the
+    # reverse); near misses are caught by check_trainer_flags instead.
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--entry_point", required=True,
-                   help="run_pretraining or run_squad (albert/run_pretraining.py works too)")
-    p.add_argument("--sm_job_name", default="albert", help="job name prefix; a timestamp is added")
-    p.add_argument("--source_dir", default=None,
-                   help="upload this checkout and run it instead of the code in the image")
-    p.add_argument("--instance_type", default=os.environ.get("SAGEMAKER_INSTANCE_TYPE",
-                                                             "ml.p4d.24xlarge"))
-    p.add_argument("--instance_count", type=int, default=1)
-    p.add_argument("--processes_per_host", type=int, default=None,
-                   help="default: the instance type's GPU count")
+    _add(p, "entry_point", required=True,
+         help="run_pretraining or run_squad (albert/run_pretraining.py works too)")
+    _add(p, "sm_job_name", default="albert", help="job name prefix; a timestamp is added")
+    _add(p, "source_dir", default=None,
+         help="upload this checkout and run it instead of the code in the image")
+    _add(p, "instance_type", default=os.environ.get("SAGEMAKER_INSTANCE_TYPE", "ml.p4d.24xlarge"))
+    _add(p, "instance_count", type=int, default=1)
+    _add(p, "processes_per_host", type=int, default=None,
+         help="default: the instance type's GPU count")
     for name, env in REQUIRED.items():
-        p.add_argument(f"--{name}", default=None, help=f"default: ${env}")
-    p.add_argument("--region", default=os.environ.get("AWS_DEFAULT_REGION"))
-    p.add_argument("--use_spot", action="store_true", help="managed spot training")
-    p.add_argument("--max_wait", type=int, default=None,
-                   help="seconds to wait for spot capacity plus training (with --use_spot)")
-    p.add_argument("--max_run", type=int, default=5 * 24 * 3600, help="seconds")
-    p.add_argument("--checkpoint_s3_uri", default=None,
-                   help="S3 prefix synced with the job's checkpoint dir (spot resume)")
-    p.add_argument("--volume_size", type=int, default=200, help="GB of EBS per instance")
-    p.add_argument("--endpoint_url", default=None, help="SageMaker API endpoint (testing)")
-    p.add_argument("--dry_run", action="store_true", help="print the request; submit nothing")
+        if name in LIST_VALUES:
+            _add(p, name, nargs="+", default=None,
+                 help=f"space- or comma-separated; default: ${env}")
+        else:
+            _add(p, name, default=None, help=f"default: ${env}")
+    _add(p, "region", default=os.environ.get("AWS_DEFAULT_REGION"))
+    _add(p, "use_spot", action="store_true", help="managed spot training")
+    _add(p, "max_wait", type=int, default=None,
+         help="seconds to wait for spot capacity plus training (with --use_spot)")
+    _add(p, "max_run", type=int, default=5 * 24 * 3600, help="seconds")
+    _add(p, "checkpoint_s3_uri", default=None,
+         help="S3 prefix synced with the job's checkpoint dir (spot resume)")
+    _add(p, "volume_size", type=int, default=200, help="GB of EBS per instance")
+    _add(p, "endpoint_url", default=None, help="SageMaker API endpoint (testing)")
+    _add(p, "dry_run", action="store_true", help="print the request; submit nothing")
+    return p
+
+
+def launcher_flags() -> list[str]:
+    """Every spelling of every launcher flag (for near-miss detection)."""
+    return sorted(set(re.findall(r"--[A-Za-z][\w-]*", _parser().format_help())))
+
+
+def parse_args(argv=None):
+    p = _parser()
     args, passthrough = p.parse_known_args(argv)
+    for name in LIST_VALUES:
+        if getattr(args, name) is not None:
+            setattr(args, name, " ".join(getattr(args, name)))
     return args, passthrough
 
 
@@ -114,6 +150,83 @@ def _fill_from_env(args) -> None:
             missing.append(f"--{name} (or ${env})")
     if missing:
         raise LaunchError("missing required values:\n  " + "\n  ".join(missing))
+
+
+def _entry_module(entry: str):
+    """albert.<entry> from the installed package, else from this checkout's models/."""
+    try:
+        return importlib.import_module(f"albert.{entry}")
+    except ModuleNotFoundError as e:
+        if e.name != "albert":
+            raise
+    sys.path.insert(0, os.path.join(REPO_ROOT, "models"))
+    return importlib.import_module(f"albert.{entry}")
+
+
+def check_trainer_flags(entry: str, hp: dict[str, str]) -> None:
+    """Parse the hyperparameters as the container will (sagemaker_entry.normalize, then the
+    entry point's parse_args) and turn any parser error into a LaunchError; an unknown flag
+    gets the nearest launcher or trainer flag as a suggestion."""
+    try:
+        module = _entry_module(entry)
+        normalize = _entry_module("sagemaker_entry").normalize
+    except ImportError as e:
+        # Without the trainer's parser, still refuse what looks like a launcher flag.
+        near = {f"--{key}": difflib.get_close_matches(f"--{key}", launcher_flags(), n=1,
+                                                      cutoff=0.75)
+                for key in hp if key not in ("filesystem_prefix", "checkpoint_dir")}
+        misses = [f"{flag} (did you mean {m[0]}?)" for flag, m in near.items() if m]
+        if misses:
+            raise LaunchError(f"unknown flag(s) {', '.join(misses)}: not launcher flags; "
+                              "nothing submitted") from None
+        print(f"warning: cannot load albert.{entry} to check the training flags ({e}); "
+              "passing them unchecked", file=sys.stderr)
+        return
+    argv = normalize([item for key, value in hp.items() for item in (f"--{key}", value)])
+
+    def fail(parser, message):
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            raise LaunchError(f"{entry} would refuse these flags: {message}")
+        known = sorted(set(re.findall(r"--[A-Za-z][\w-]*", parser.format_help())))
+        problems = []
+        for flag in (t for t in message[len(prefix):].split() if t.startswith("--")):
+            near = difflib.get_close_matches(flag, launcher_flags() + known, n=1, cutoff=0.75)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            problems.append(f"{flag}{hint}")
+        if not problems:
+            raise LaunchError(f"{entry} would refuse these arguments: {message[len(prefix):]}")
+        raise LaunchError(f"unknown flag(s) {', '.join(problems)}: neither a launcher flag nor "
+                          f"one that {entry} accepts, so the job would fail; nothing submitted")
+
+    with mock.patch.object(argparse.ArgumentParser, "error", fail):
+        args = module.parse_args(argv)
+    # The runners' own checks of counts and frequencies (--total_steps 0 ...), where present.
+    check = getattr(_entry_module("flags"), "check_training_flags", None)
+    if check is not None:
+        try:
+            check(args)
+        except ValueError as e:
+            raise LaunchError(f"{entry} would refuse these flags: {e}") from None
+
+
+def _check_values(args) -> None:
+    """Numbers and AWS identifiers that cannot work, before anything is sent."""
+    for name in ("instance_count", "processes_per_host", "max_run", "max_wait", "volume_size"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise LaunchError(f"--{name} must be at least 1, got {value}")
+    if not ROLE_ARN.fullmatch(args.role):
+        raise LaunchError(f"--role must be an IAM role ARN like "
+                          f"arn:aws:iam::123456789012:role/SageMakerRole, got {args.role!r}")
+    for name in ("output_s3_uri", "checkpoint_s3_uri"):
+        value = getattr(args, name)
+        if value is not None and not S3_URI.fullmatch(value):
+            raise LaunchError(f"--{name} must look like s3://bucket/prefix (a bucket name of "
+                              f"3-63 lowercase letters, digits, dots, hyphens), got {value!r}")
+    for name in LIST_VALUES:
+        if not _split(getattr(args, name)):
+            raise LaunchError(f"--{name} holds no ids: {getattr(args, name)!r}")
 
 
 def _entry_point(value: str) -> str:
@@ -161,15 +274,17 @@ def job_name(prefix: str) -> str:
 def build_request(args, passthrough, name: str, submit_dir: str | None = None) -> dict:
     _fill_from_env(args)
     entry = _entry_point(args.entry_point)
-    if args.instance_count < 1:
-        raise LaunchError("--instance_count must be at least 1")
-    per_host = args.processes_per_host or GPUS_PER_INSTANCE.get(args.instance_type)
+    _check_values(args)
+    per_host = args.processes_per_host
+    if per_host is None:
+        per_host = GPUS_PER_INSTANCE.get(args.instance_type)
     if per_host is None:
         raise LaunchError(f"unknown GPU count for {args.instance_type}: pass "
                           "--processes_per_host")
     if args.max_wait is not None and not args.use_spot:
         raise LaunchError("--max_wait only applies with --use_spot")
     hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri))
+    check_trainer_flags(entry, hp)
     hp.update({
         "sagemaker_program": f"{entry}.py",
         "sagemaker_submit_directory": submit_dir or IMAGE_CODE_DIR,
@@ -223,7 +338,8 @@ def build_request(args, passthrough, name: str, submit_dir: str | None = None) -
 
 
 def _split(value: str) -> list[str]:
-    return [v for v in value.replace(" ", "").split(",") if v]
+    """"subnet-a,subnet-b", "subnet-a subnet-b" or a mix -> ["subnet-a", "subnet-b"]."""
+    return [v for v in re.split(r"[\s,]+", value) if v]
 
 
 def upload_source(source_dir: str, s3_prefix: str, session, endpoint_url=None) -> str:
@@ -246,22 +362,26 @@ def upload_source(source_dir: str, s3_prefix: str, session, endpoint_url=None) -
     return f"s3://{bucket}/{key}"
 
 
+def _aws_errors():
+    """The exception types boto3/botocore raise for a refused or failed call."""
+    import boto3.exceptions
+    import botocore.exceptions
+
+    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError,
+            boto3.exceptions.Boto3Error)
+
+
 def main(argv=None) -> int:
     args, passthrough = parse_args(argv)
     try:
         name = job_name(args.sm_job_name)
         submit_dir = None
-        if args.source_dir and not args.dry_run:
-            import boto3
-
+        if args.source_dir:
             _fill_from_env(args)
-            session = boto3.Session(region_name=args.region)
-            if not os.path.isdir(args.source_dir):
+            if not args.dry_run and not os.path.isdir(args.source_dir):
                 raise LaunchError(f"--source_dir {args.source_dir} is not a directory")
-            submit_dir = upload_source(args.source_dir, args.output_s3_uri, session,
-                                       args.endpoint_url)
-        elif args.source_dir:
-            submit_dir = f"{args.output_s3_uri or 's3://<output>'}/source/<upload>/sourcedir.tar.gz"
+            submit_dir = f"{args.output_s3_uri}/source/<upload>/sourcedir.tar.gz"
+        # Everything is checked here, before anything is uploaded or submitted.
         request = build_request(args, passthrough, name, submit_dir)
     except LaunchError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -269,12 +389,21 @@ def main(argv=None) -> int:
     if args.dry_run:
         print(json.dumps(request, indent=2))
         return 0
-    import boto3
-
-    client = boto3.Session(region_name=args.region).client("sagemaker",
-                                                           endpoint_url=args.endpoint_url)
-    client.create_training_job(**request)
-    region = client.meta.region_name
+    try:
+        aws_errors = _aws_errors()
+    except ImportError as e:
+        print(f"error: submitting needs boto3 ({e}): pip install boto3, or use --dry_run",
+              file=sys.stderr)
+        return 2
+    try:
+        region = submit(args, request)
+    except LaunchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except aws_errors as e:
+        message = " ".join(str(e).split())
+        print(f"error: the AWS call failed ({type(e).__name__}): {message}", file=sys.stderr)
+        return 2
     print(f"submitted training job {name}\n"
           f"  status: aws sagemaker describe-training-job --region {region} "
           f"--training-job-name {name} --query TrainingJobStatus\n"
@@ -283,6 +412,19 @@ def main(argv=None) -> int:
           f"  console: https://{region}.console.aws.amazon.com/sagemaker/home?region={region}"
           f"#/jobs/{name}")
     return 0
+
+
+def submit(args, request: dict) -> str:
+    """Upload --source_dir (when given) and create the training job; returns the region."""
+    import boto3
+
+    session = boto3.Session(region_name=args.region)
+    if args.source_dir:
+        uri = upload_source(args.source_dir, args.output_s3_uri, session, args.endpoint_url)
+        request["HyperParameters"]["sagemaker_submit_directory"] = uri
+    client = session.client("sagemaker", endpoint_url=args.endpoint_url)
+    client.create_training_job(**request)
+    return client.meta.region_name
 
 
 if __name__ == "__main__":

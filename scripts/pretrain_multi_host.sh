@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Pretrain across several GPU hosts that share /fsx and reach each other over passwordless SSH,
 # with the repository set up at the same path on each (cloudformation/ec2.yaml does both).
+# The README recipe: 4096 sequences per update = 32 per GPU x 8 accumulation steps x 16 GPUs on two
+# 8-GPU hosts (the accumulation is derived from the global and per-GPU batch sizes).
 #   HOSTS="ip-10-0-0-1:8,ip-10-0-0-2:8" DATA=/fsx/albert_data VOCAB=/fsx/vocab/spiece.model \
 #       scripts/pretrain_multi_host.sh [extra flags]
-# Checkpoints and logs go to /fsx so every host (and a restarted job) sees them.
+#   PLAN_ONLY=1 HOSTS=... DATA=... VOCAB=... scripts/pretrain_multi_host.sh   # command + plan only
+# Checkpoints and logs go to /fsx so every host (and a restarted job) sees them. Gradients travel
+# in fp16 (--fp16_allreduce; under bf16 that turns on dynamic loss scaling, so small gradients
+# survive the cast).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOSTS=${HOSTS:?set HOSTS to host1:gpus,host2:gpus}
@@ -11,11 +16,19 @@ NP=$(echo "$HOSTS" | tr ',' '\n' | awk -F: '{n += $2} END {print n}')
 DATA=${DATA:?set DATA}
 VOCAB=${VOCAB:?set VOCAB}
 RUN=${RUN:-/fsx/runs/albert-base}
-exec .venv/bin/horovodrun -np "$NP" -H "$HOSTS" --network-interface "${NIC:-ens5}" \
-    "$(pwd)/.venv/bin/python" -m albert.run_pretraining \
-    --filesystem_prefix "$DATA" --train_dir train --val_dir validation \
-    --model_size base --spm_model "$VOCAB" --max_seq_length 512 --max_predictions_per_seq 20 \
-    --per_gpu_batch_size 32 --global_batch_size 4096 --total_steps 125000 --warmup_steps 3125 \
-    --learning_rate 0.00176 --optimizer lamb --precision bf16 --fp16_allreduce \
-    --validation_frequency 5000 --checkpoint_frequency 2000 \
-    --checkpoint_dir "$RUN/checkpoints" --log_dir "$RUN/logs" "$@"
+flags=(
+    --filesystem_prefix "$DATA" --train_dir train --val_dir validation
+    --model_size base --spm_model "$VOCAB" --max_seq_length 512 --max_predictions_per_seq 20
+    --per_gpu_batch_size 32 --global_batch_size 4096 --total_steps 125000 --warmup_steps 3125
+    --learning_rate 0.00176 --optimizer lamb --precision bf16 --fp16_allreduce
+    --validation_frequency 5000 --checkpoint_frequency 2000
+    --checkpoint_dir "$RUN/checkpoints" --log_dir "$RUN/logs"
+)
+cmd=(.venv/bin/horovodrun -np "$NP" -H "$HOSTS" --network-interface "${NIC:-ens5}"
+     "$(pwd)/.venv/bin/python" -m albert.run_pretraining "${flags[@]}" "$@")
+if [ -n "${PLAN_ONLY:-}" ]; then
+    echo "would run: ${cmd[*]}"
+    exec .venv/bin/python -m albert.run_pretraining "${flags[@]}" "$@" --plan_only \
+        --plan_ranks "$NP"
+fi
+exec "${cmd[@]}"

@@ -56,3 +56,34 @@ def sample_records(sample_corpus, sample_vocab, tmp_path_factory):
     ])
     create_pretraining_data.run(args)
     return out
+
+
+def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overrides=None,
+                 dist=None, **kwargs):
+    """A Trainer over a 2-layer tiny ALBERT (vocabulary 2000), seeded."""
+    from albert import AlbertConfig, AlbertForPreTraining
+    from albert.distributed import Distributed
+    from albert.losses import PRETRAINING_METRICS, pretraining_loss
+    from albert.optimization import make_optimizer
+    from albert.precision import set_precision
+    from albert.trainer import Trainer
+
+    set_precision(precision)
+    keras.utils.set_random_seed(0)
+    config = AlbertConfig.from_preset("tiny", vocab_size=vocab, num_hidden_layers=2,
+                                      **{"classifier_dropout_prob": 0.0,
+                                         **(config_overrides or {})})
+    model = AlbertForPreTraining(config).build_for_config()
+    opt = make_optimizer("lamb", model.trainable_variables)
+    return Trainer(model, pretraining_loss, opt, lambda step: lr, dist or Distributed(),
+                   metric_names=PRETRAINING_METRICS, precision=precision, xla=xla, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def batches(sample_records):
+    """Six [1, 8, ...] pretraining batches (accumulation 1) from the sample records."""
+    from albert.data.reader import pretraining_dataset
+
+    ds = pretraining_dataset("train", 8, SEQ, PREDS, filesystem_prefix=str(sample_records),
+                             shuffle_buffer=0).batch(1)
+    return [b for b in ds.take(6)]

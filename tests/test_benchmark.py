@@ -80,3 +80,31 @@ def test_profile_says_what_it_cannot_see(monkeypatch, tmp_path):
                                      str(tmp_path / "p"), xla_compiled=True)
     assert "XLA" in result["profile_not_covered"]
     assert result["profile_coverage"]["xla_ops_ms_per_step"] == 0
+
+
+def test_data_prep_reports_rate_and_peak_memory(sample_corpus, sample_vocab, tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([
+        sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"), "--no_step",
+        "--data_prep", str(sample_corpus), "--spm_model", sample_vocab, "--max_seq_length", "64",
+        "--max_predictions_per_seq", "10", "--output", str(out)], capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["data_prep_instances"] > 0 and result["data_prep_instances_per_sec"] > 0
+    assert result["data_prep_input_mb"] == os.path.getsize(sample_corpus) / 1e6
+    # At least one Python interpreter's worth of memory was seen, and nothing absurd.
+    assert 20 < result["data_prep_peak_memory_mb"] < 4000
+
+
+def test_restart_cost_restores_the_same_next_batch(sample_records, tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([
+        sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"), "--no_step",
+        "--input_pipeline", str(sample_records / "train" / "*"), "--per_gpu_batch_size", "8",
+        "--max_seq_length", "64", "--max_predictions_per_seq", "10", "--restart_cost", "2000",
+        "--output", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cases = json.loads(out.read_text())["restart"]
+    assert [c["records"] for c in cases] == [80, 2000]
+    assert all(c["same_next_batch"] and c["restore_s"] > 0 and c["replay_s"] > 0 for c in cases)

@@ -36,7 +36,7 @@ JOB = ["--entry_point", "run_pretraining", "--sm_job_name", "albert-base",
        "--instance_type", "ml.p4d.24xlarge", "--instance_count", "2",
        "--use_spot", "--checkpoint_s3_uri", "s3://bucket/albert/checkpoints",
        # passed through to run_pretraining:
-       "--train_dir", "albert/train", "--model_size", "base", "--skip_xla",
+       "--train_dir", "albert/train", "--model_size", "base", "--skip_xla", "--total_steps", "100",
        "--config_override", "hidden_dropout_prob=0.1", "num_hidden_layers=6"]
 
 
@@ -143,7 +143,7 @@ def test_dry_run_prints_json_from_env(monkeypatch):
     env = {**os.environ, "SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/R",
            "SAGEMAKER_IMAGE_NAME": "img:1", "SAGEMAKER_FSX_ID": "fs-0123456789abcdef0",
            "SAGEMAKER_FSX_MOUNT_NAME": "mnt", "SAGEMAKER_SUBNET_IDS": "subnet-1",
-           "SAGEMAKER_SECURITY_GROUP_IDS": "sg-1", "SAGEMAKER_OUTPUT_S3_URI": "s3://b/o"}
+           "SAGEMAKER_SECURITY_GROUP_IDS": "sg-1", "SAGEMAKER_OUTPUT_S3_URI": "s3://bkt/o"}
     proc = subprocess.run([sys.executable, LAUNCHER, "--entry_point", "albert/run_squad.py",
                            "--instance_type", "ml.g5.12xlarge", "--dry_run", "--train_file",
                            "squad/train-v2.0.json"], capture_output=True, text=True, env=env,
@@ -185,13 +185,15 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
         "--skip_xla", "--no_progress"], capture_output=True, text=True, env=env, check=True)
     from albert.data.squad_sample import write_sample
 
-    _, dev = write_sample(str(tmp_path / "sq"), train_questions=5, dev_questions=8)
+    train_file, dev = write_sample(str(tmp_path / "sq"), train_questions=5, dev_questions=8)
+    # One fine-tuning step: run_squad refuses to score an untrained model.
     sq = subprocess.run([
-        sys.executable, "-m", "albert.run_squad", "--predict_file", dev, "--model_size", "tiny",
-        "--spm_model", sample_vocab, "--max_seq_length", "128", "--skip_xla", "--output_dir",
+        sys.executable, "-m", "albert.run_squad", "--train_file", train_file, "--predict_file",
+        dev, "--model_size", "tiny", "--spm_model", sample_vocab, "--max_seq_length", "128",
+        "--per_gpu_batch_size", "2", "--total_steps", "1", "--skip_xla", "--output_dir",
         str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"), "--log_dir",
-        str(tmp_path / "l2")], capture_output=True, text=True, env=env, check=True)
-    log = pre.stdout + sq.stdout
+        str(tmp_path / "l2"), "--checkpoint_dir", str(tmp_path / "ck2"), "--no_progress"],
+        capture_output=True, text=True, env=env, check=True)
     records = [json.loads(line) for line in open(tmp_path / "lg" / "metrics.jsonl")]
     train, val = records[-2], records[-1]
     evals = json.loads((tmp_path / "o" / "eval_results.json").read_text())
@@ -205,6 +207,8 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
     assert {m["Name"] for m in ls.METRIC_DEFINITIONS} == set(expected)
     for metric in ls.METRIC_DEFINITIONS:
         # SageMaker reports the last match in the log.
+        # Each job's log is its own trainer's (run_squad prints train lines too).
+        log = sq.stdout if metric["Name"].startswith("squad:") else pre.stdout
         matches = re.findall(metric["Regex"], log)
         assert matches, metric
         assert float(matches[-1]) == pytest.approx(expected[metric["Name"]], rel=2e-3,
@@ -270,3 +274,116 @@ def test_open_ingress_check_catches_a_bad_template():
                "B": {"Type": "AWS::EC2::SecurityGroupIngress", "Properties": {
                    "CidrIp": {"Ref": "Cidr"}}}}}
     assert _open_ingress(bad) == ["A.CidrIp", "B.CidrIp -> parameter Cidr default"]
+
+
+# -- hostile input (issue 13, item 11) --------------------------------------------------------
+
+ENV = {"SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/R", "SAGEMAKER_IMAGE_NAME": "img:1",
+       "SAGEMAKER_FSX_ID": "fs-0123456789abcdef0", "SAGEMAKER_FSX_MOUNT_NAME": "mnt",
+       "SAGEMAKER_SUBNET_IDS": "subnet-1", "SAGEMAKER_SECURITY_GROUP_IDS": "sg-1",
+       "SAGEMAKER_OUTPUT_S3_URI": "s3://bkt/o"}
+
+
+@pytest.fixture
+def no_aws(monkeypatch):
+    """Launcher settings from the environment, and no way to reach AWS: a submission that got
+    through would fail with another message than the one a test expects."""
+    for k, v in {**ENV, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+                 "AWS_MAX_ATTEMPTS": "1"}.items():
+        monkeypatch.setenv(k, v)
+    return ["--endpoint_url", "http://127.0.0.1:9"]
+
+
+def test_launcher_dry_run_hyphen_does_not_submit():
+    """Item 11: `--dry-run` (and every launcher flag spelt with hyphens) is the launcher's own,
+    not a hyperparameter of a real submission; space-separated ids are separate ids."""
+    proc = subprocess.run(
+        [sys.executable, LAUNCHER, "--entry-point", "run_squad", "--dry-run",
+         "--instance-type", "ml.g5.12xlarge", "--subnet-ids", "subnet-a", "subnet-b,subnet-c",
+         "--security_group_ids", "sg-1", "sg-2", "--train_file", "squad/train.json",
+         "--endpoint_url", "http://127.0.0.1:9"],
+        capture_output=True, text=True, env={**os.environ, **ENV, "AWS_MAX_ATTEMPTS": "1"},
+        timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    request = json.loads(proc.stdout)
+    hp = request["HyperParameters"]
+    assert not {"dry-run", "dry_run", "instance-type", "subnet-ids"} & set(hp)
+    assert hp["train_file"] == "squad/train.json"
+    assert request["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"
+    assert request["VpcConfig"] == {"Subnets": ["subnet-a", "subnet-b", "subnet-c"],
+                                    "SecurityGroupIds": ["sg-1", "sg-2"]}
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--dry-runn"], "unknown flag(s) --dry-runn (did you mean --dry-run?): neither a "
+                         "launcher flag nor one that run_pretraining accepts"),
+        (["--instance_cont", "2"], "--instance_cont (did you mean --instance_count?)"),
+        (["--total-steps", "10"], "--total-steps (did you mean --total_steps?)"),
+        (["--total_steps", "ten"], "run_pretraining would refuse these flags: argument "
+                                   "--total_steps: invalid int value: 'ten'"),
+        (["--total_steps", "0"], "run_pretraining would refuse these flags: --total_steps must "
+                                 "be at least 1, got 0"),
+    ],
+)
+def test_launcher_refuses_unknown_flags_before_submitting(extra, message, no_aws, capsys):
+    """Item 11: flags neither the launcher nor the entry point accepts stop the launch."""
+    ls = load_launcher()
+    argv = ["--entry_point", "run_pretraining", "--total_steps", "100", *no_aws, *extra]
+    assert ls.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1
+    assert "submitted" not in out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--processes_per_host", "0"], "--processes_per_host must be at least 1, got 0"),
+        (["--processes-per-host", "-2"], "--processes_per_host must be at least 1, got -2"),
+        (["--volume_size", "-5"], "--volume_size must be at least 1, got -5"),
+        (["--max_run", "-1"], "--max_run must be at least 1, got -1"),
+        (["--instance_count", "0"], "--instance_count must be at least 1, got 0"),
+        (["--role", "SageMakerRole"], "--role must be an IAM role ARN like"),
+        (["--role", "arn:aws:iam::1234:role/R"], "--role must be an IAM role ARN like"),
+        (["--output_s3_uri", "bucket/out"], "--output_s3_uri must look like s3://bucket/prefix"),
+        (["--use_spot", "--checkpoint_s3_uri", "s3:/bkt/ckpt"],
+         "--checkpoint_s3_uri must look like s3://bucket/prefix"),
+        (["--subnet_ids", ","], "--subnet_ids holds no ids"),
+    ],
+)
+def test_launcher_validates_numbers_role_and_s3_uris(extra, message, no_aws, capsys):
+    """Item 11: negative sizes, 0 processes per host (was silently 8), a malformed role ARN or
+    S3 URI are one-line errors; nothing is submitted."""
+    ls = load_launcher()
+    assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", *no_aws,
+                    *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and len(err.splitlines()) == 1
+
+
+def test_launcher_aws_errors_are_one_line(no_aws, monkeypatch, capsys):
+    """Item 11: botocore/boto3 errors (no region; a bucket that does not exist on a real moto
+    server) are one `error: ...` line, exit 2, not a traceback."""
+    from moto.server import ThreadedMotoServer
+
+    ls = load_launcher()
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", *no_aws]) == 2
+    assert capsys.readouterr().err == (
+        "error: the AWS call failed (NoRegionError): You must specify a region.\n")
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", "--region",
+                        "us-east-1", "--endpoint_url", f"http://{host}:{port}", "--source_dir",
+                        os.path.join(REPO_ROOT, "docker")]) == 2
+    finally:
+        server.stop()
+    err = capsys.readouterr().err
+    assert err.startswith("error: the AWS call failed (S3UploadFailedError): ")
+    assert "NoSuchBucket" in err and len(err.splitlines()) == 1

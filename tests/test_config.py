@@ -74,3 +74,41 @@ def test_presets_match_hf_parameter_counts():
         hf = transformers.AlbertModel(hf_config)
         assert ours == sum(p.numel() for p in hf.parameters()), name
     assert set(PRESETS) == {"tiny", "base", "large", "xlarge", "xxlarge"}
+
+
+# google-research/albert's released albert_base_v2 albert_config.json, field for field.
+GOOGLE_BASE_V2 = {
+    "attention_probs_dropout_prob": 0, "hidden_act": "gelu", "hidden_dropout_prob": 0,
+    "embedding_size": 128, "hidden_size": 768, "initializer_range": 0.02,
+    "intermediate_size": 3072, "max_position_embeddings": 512, "num_attention_heads": 12,
+    "num_hidden_layers": 12, "num_hidden_groups": 1, "net_structure_type": 0, "gap_size": 0,
+    "num_memory_blocks": 0, "inner_group_num": 1, "down_scale_factor": 1, "type_vocab_size": 2,
+    "vocab_size": 30000,
+}
+
+
+def test_google_config_maps_to_ours(tmp_path):
+    (tmp_path / "albert_config.json").write_text(json.dumps(GOOGLE_BASE_V2))
+    cfg = AlbertConfig.from_google_json_file(tmp_path)
+    # Google's "gelu" is the tanh approximation: HF's (and our) gelu_new, not our exact "gelu".
+    assert cfg.hidden_act == "gelu_new"
+    assert cfg == AlbertConfig.from_preset("base", vocab_size=30000)
+    # transformers reads the same numbers from the HF form of it.
+    hf = transformers.AlbertConfig(**cfg.to_dict())
+    assert (hf.hidden_act, hf.embedding_size, hf.layer_norm_eps) == ("gelu_new", 128, 1e-12)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("net_structure_type", 1), ("layers_to_keep", [3]), ("down_scale_factor", 2),
+    ("hidden_act", "swish"),
+])
+def test_google_config_unsupported_field_is_named(field, value):
+    with pytest.raises(ValueError, match=f"albert_config.json: {field}"):
+        AlbertConfig.from_google_dict({**GOOGLE_BASE_V2, field: value})
+
+
+def test_google_config_needs_vocab_size():
+    data = dict(GOOGLE_BASE_V2)
+    del data["vocab_size"]
+    with pytest.raises(ValueError, match="no vocab_size"):
+        AlbertConfig.from_google_dict(data)

@@ -1,10 +1,17 @@
 """Records decoded with a plain tf.io spec; masking/SOP statistics; determinism; bad input."""
 
+import errno
 import hashlib
+import io
+import itertools
 import json
 import os
+import signal
+import struct
 import subprocess
 import sys
+import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -132,7 +139,9 @@ def test_deterministic_across_process_counts(sample_corpus, sample_vocab, tmp_pa
               "--max_predictions_per_seq", "10", "--num_shards", "3", "--docs_per_chunk", "8",
               "--validation_fraction", "0.05", "--seed", "7", "--no_progress"]
     _run(common + ["--output_dir", str(tmp_path / "p1"), "--processes", "1"])
-    _run(common + ["--output_dir", str(tmp_path / "p2"), "--processes", "2"])
+    # Two workers, and a sort buffer so small that every shard is split by key range first.
+    _run(common + ["--output_dir", str(tmp_path / "p2"), "--processes", "2",
+                   "--shuffle_buffer_mb", "0.01"])
     for split in ("train", "validation"):
         assert _digests(tmp_path / "p1" / split) == _digests(tmp_path / "p2" / split)
     _run(common[:-3] + ["--seed", "8", "--no_progress", "--output_dir", str(tmp_path / "s8"),
@@ -163,8 +172,8 @@ def test_bad_input_is_counted_or_named(sample_vocab, tmp_path):
     with pytest.raises(ValueError, match="no instances"):
         _run(["--input", str(empty), "--spm_model", sample_vocab, "--output_dir",
               str(tmp_path / "o1"), "--no_progress"])
-    # A failed run leaves no shard that looks complete.
-    assert not [p for p in os.listdir(tmp_path / "o1" / "train") if p.endswith(".tfrecord")]
+    # A failed run leaves nothing behind: no output directory, no temporary beside it.
+    assert sorted(os.listdir(tmp_path)) == ["empty.txt"]
 
     mixed = tmp_path / "mixed.txt"
     good = b"Python reads the whole file first. Then it runs every statement in it.\n"
@@ -225,8 +234,289 @@ def test_peak_memory_does_not_grow_with_corpus(sample_corpus, sample_vocab, tmp_
     small, large = tmp_path / "small.txt", tmp_path / "large.txt"
     small.write_text(text)
     large.write_text(text * 8)  # 8x the instances: ~35 MB more if they were all held in memory
+    # The shuffle included: with a 1 MB sort buffer the 8x run's shards (~3 MB each) are split
+    # by key range before sorting, the path a corpus too large for memory takes.
     common = ["--spm_model", sample_vocab, "--max_seq_length", "128", "--num_shards", "2",
-              "--processes", "1", "--no_progress"]
+              "--processes", "1", "--no_progress", "--shuffle_buffer_mb", "1"]
     rss_small = _peak_rss_mb(["--input", str(small), "--output_dir", str(tmp_path / "s"), *common])
     rss_large = _peak_rss_mb(["--input", str(large), "--output_dir", str(tmp_path / "l"), *common])
     assert rss_large < rss_small + 10, (rss_small, rss_large)
+
+
+# -- the shuffle (issue 17) ---------------------------------------------------------------------
+
+
+def _framed_records(path):
+    """The records of one TFRecord file, front to back (framing parsed without TensorFlow)."""
+    data = open(path, "rb").read()
+    out, offset = [], 0
+    while offset < len(data):
+        (length,) = struct.unpack_from("<Q", data, offset)
+        out.append(data[offset + 12: offset + 12 + length])
+        offset += length + 16
+    return out
+
+
+def _source_documents(records, sample_vocab, seq, preds):
+    """For each record, the index of the sample-corpus document it came from (-1: unknown).
+
+    The masked tokens are put back from masked_lm_ids, then every 6-gram of each segment is
+    looked up among the 6-grams of the tokenized documents; the most frequent document wins.
+    """
+    from albert.data.pretraining import InstanceMaker, InstanceOptions
+    from albert.data.sample import pydoc_documents
+
+    maker = InstanceMaker(sample_vocab, InstanceOptions(seq, preds))
+    owner = {}
+    for index, doc in enumerate(pydoc_documents()):
+        stream = [t for s in maker.tokenize_document(doc) for t in s]
+        for i in range(len(stream) - 5):
+            gram = tuple(stream[i:i + 6])
+            owner[gram] = index if owner.get(gram, index) == index else -1
+    spec = {"input_ids": tf.io.FixedLenFeature([seq], tf.int64),
+            "input_mask": tf.io.FixedLenFeature([seq], tf.int64),
+            "masked_lm_positions": tf.io.FixedLenFeature([preds], tf.int64),
+            "masked_lm_ids": tf.io.FixedLenFeature([preds], tf.int64)}
+    parsed = tf.io.parse_example(tf.constant(records), spec)
+    ids, mask = parsed["input_ids"].numpy(), parsed["input_mask"].numpy()
+    positions, originals = parsed["masked_lm_positions"].numpy(), parsed["masked_lm_ids"].numpy()
+    docs = np.full(len(records), -1)
+    for r in range(len(records)):
+        tokens = ids[r].copy()
+        keep = originals[r] > 0
+        tokens[positions[r][keep]] = originals[r][keep]
+        n = int(mask[r].sum())
+        sep = int(np.flatnonzero(tokens[:n] == SEP)[0])
+        votes = Counter()
+        for segment in (tokens[1:sep], tokens[sep + 1:n - 1]):
+            for i in range(len(segment) - 5):
+                d = owner.get(tuple(int(t) for t in segment[i:i + 6]), -1)
+                if d >= 0:
+                    votes[d] += 1
+        if votes:
+            docs[r] = votes.most_common(1)[0][0]
+    return docs
+
+
+def _spearman(a, b):
+    def ranks(x):
+        order = np.argsort(x, kind="stable")
+        r = np.empty(len(x))
+        r[order] = np.arange(len(x))
+        _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+        return (np.bincount(inverse, weights=r) / counts)[inverse]  # ties share their mean rank
+
+    return float(np.corrcoef(ranks(np.asarray(a)), ranks(np.asarray(b)))[0, 1])
+
+
+def _same_document_distance(docs):
+    """Median distance (as a fraction of the stream) from each record to a random other record
+    of the same document."""
+    rng = np.random.default_rng(0)
+    distances = []
+    for d in np.unique(docs):
+        where = np.flatnonzero(docs == d)
+        if len(where) > 1:
+            partner = rng.permutation(where)
+            distances.append(np.abs(where - partner)[where != partner])
+    return float(np.median(np.concatenate(distances))) / len(docs)
+
+
+def test_records_are_globally_shuffled(sample_corpus, sample_vocab, tmp_path):
+    """In the order the trainer reads them, records carry no trace of the corpus order."""
+    seq, preds = 32, 5
+    _run(["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
+          str(tmp_path / "o"), "--max_seq_length", str(seq), "--max_predictions_per_seq",
+          str(preds), "--num_shards", "4", "--dupe_factor", "8", "--docs_per_chunk", "8",
+          "--processes", "2", "--no_progress"])
+    files = sorted((tmp_path / "o" / "train").glob("*.tfrecord"))
+    per_file = [_framed_records(f) for f in files]
+    orders = {
+        # One file after the other (a reader without interleaving or shuffle buffer).
+        "sequential": [r for records in per_file for r in records],
+        # The reader's interleave: one record from each file in turn.
+        "interleaved": [r for group in itertools.zip_longest(*per_file) for r in group if r],
+    }
+    for name, records in orders.items():
+        docs = _source_documents(records, sample_vocab, seq, preds)
+        known = docs >= 0
+        assert known.sum() >= 10_000, (name, known.sum(), len(docs))
+        rho = _spearman(np.flatnonzero(known), docs[known])
+        assert abs(rho) < 0.05, (name, rho)
+        # Uniformly random positions give a median of 1 - 1/sqrt(2) = 0.29 of the stream.
+        assert _same_document_distance(docs[known]) > 0.2, name
+
+
+def test_shards_have_no_empty_file(sample_vocab, tmp_path):
+    """--num_shards above what the corpus fills: fewer shards, all non-empty, and a warning."""
+    text = tmp_path / "tiny.txt"
+    text.write_text("The parser reads a line. Then it runs the line it read.\n" * 6)
+    proc = _cli(["--input", str(text), "--spm_model", sample_vocab, "--output_dir",
+                 str(tmp_path / "o"), "--input_format", "line", "--max_seq_length", "32",
+                 "--max_predictions_per_seq", "5", "--num_shards", "64", "--processes", "1"])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    files = sorted(os.listdir(tmp_path / "o" / "train"))
+    assert 0 < len(files) < 64
+    assert files[-1].endswith(f"-of-{len(files):05d}.tfrecord")
+    assert all(n > 0 for n in summary["records_per_train_file"])
+    assert sum(summary["records_per_train_file"]) == summary["train_instances"]
+    assert "instead of 64 (--num_shards)" in proc.stderr
+
+
+# -- hostile input and faults (issue 13) --------------------------------------------------------
+
+
+def _cli(argv, **kwargs):
+    return subprocess.run([sys.executable, "-m", "albert.create_pretraining_data", *argv,
+                           "--no_progress"], capture_output=True, text=True, timeout=300,
+                          **kwargs)
+
+
+def _leftovers(directory):
+    return [p for p in os.listdir(directory) if ".partial-" in p or ".old-" in p]
+
+
+def test_non_empty_output_dir_needs_overwrite(sample_corpus, sample_vocab, tmp_path):
+    out = tmp_path / "data"
+    common = ["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
+              str(out), "--max_seq_length", "32", "--max_predictions_per_seq", "5",
+              "--processes", "1"]
+    assert _cli([*common, "--num_shards", "4"]).returncode == 0
+    before = _digests(out / "train")
+    proc = _cli([*common, "--num_shards", "2"])
+    assert proc.returncode == 2
+    assert "--output_dir" in proc.stderr and "not empty" in proc.stderr
+    assert "--overwrite" in proc.stderr and "Traceback" not in proc.stderr
+    assert _digests(out / "train") == before  # untouched
+    proc = _cli([*common, "--num_shards", "2", "--overwrite"])
+    assert proc.returncode == 0, proc.stderr
+    # Replaced as a whole: no old -of-00004 shard is left beside the new ones.
+    assert sorted(os.listdir(out / "train")) == [
+        "part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"]
+    assert _leftovers(tmp_path) == []
+    # Replacing a directory that holds the input would delete the input: refused.
+    inside = out / "corpus.txt"
+    inside.write_text(sample_corpus.read_text())
+    proc = _cli([*common[2:], "--input", str(inside), "--overwrite"])
+    assert proc.returncode == 2 and f"holds the input {inside}" in proc.stderr
+    assert inside.exists()
+
+
+@pytest.mark.parametrize("failing", ["bucket", "shard"])
+def test_full_disk_removes_temporaries(failing, sample_corpus, sample_vocab, tmp_path,
+                                       monkeypatch, capsys):
+    """ENOSPC while appending to a bucket or writing a shard: one error line, nothing left."""
+    out = tmp_path / "data"
+    common = ["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
+              str(out), "--max_seq_length", "32", "--max_predictions_per_seq", "5",
+              "--num_shards", "2", "--processes", "1", "--no_progress"]
+    assert create_pretraining_data.main(common) == 0
+    before = _digests(out / "train")
+
+    class FullDisk(io.BufferedWriter):
+        """A file that accepts 1000 bytes, then reports a full disk (also when closed)."""
+
+        def __init__(self, path):
+            super().__init__(io.FileIO(path, "wb"))
+            self.path, self.room = path, 1000
+
+        def write(self, data):
+            self.room -= len(data)
+            if self.room < 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
+            return super().write(data)
+
+    real_open = open
+    if failing == "bucket":
+        monkeypatch.setattr(create_pretraining_data, "open", lambda path, mode="r", *a, **k:
+                            FullDisk(path) if "w" in mode else real_open(path, mode, *a, **k),
+                            raising=False)
+    else:
+        monkeypatch.setattr(create_pretraining_data, "open_output", lambda path, gz: FullDisk(path))
+    assert create_pretraining_data.main([*common, "--overwrite", "--seed", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "error: no space left on device writing" in err and "Traceback" not in err
+    assert _digests(out / "train") == before  # the previous data is intact
+    assert _leftovers(tmp_path) == []
+
+
+def test_empty_validation_set_warns(sample_corpus, sample_vocab, tmp_path):
+    proc = _cli(["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
+                 str(tmp_path / "o"), "--max_seq_length", "32", "--max_predictions_per_seq", "5",
+                 "--validation_fraction", "0.001", "--processes", "1"])
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: --validation_fraction 0.001 put none of the 79 documents" in proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["validation_instances"] == 0 and summary["validation_files"] == []
+    assert any("validation" in w for w in summary["warnings"])
+    assert not (tmp_path / "o" / "validation").exists()
+
+
+def test_all_invalid_utf8_input_is_named(sample_vocab, tmp_path):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Caf\u00e9 cr\u00e8me na\u00efve r\u00e9sum\u00e9 d\u00e9j\u00e0 vu. "
+                       "Une autre phrase \u00e9crite.\n".encode("latin-1") * 30)
+    proc = _cli(["--input", str(latin1), "--spm_model", sample_vocab, "--output_dir",
+                 str(tmp_path / "o"), "--processes", "1"])
+    assert proc.returncode == 2
+    assert "every line of the input (30 lines) was skipped as invalid UTF-8" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def _children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.isdigit() and int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_kill_9_leaves_no_orphan_workers(sample_corpus, sample_vocab, tmp_path):
+    text = sample_corpus.read_text()
+    big = tmp_path / "big.txt"
+    big.write_text(text * 20)  # far more work than the few seconds this test waits
+    out = tmp_path / "o"
+    argv = [sys.executable, "-m", "albert.create_pretraining_data", "--input", str(big),
+            "--spm_model", sample_vocab, "--output_dir", str(out), "--max_seq_length", "64",
+            "--dupe_factor", "5", "--processes", "2", "--no_progress"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        # multiprocessing's resource tracker, then a reader and two makers.
+        while len(_children(proc.pid)) < 4 and proc.poll() is None:
+            assert time.monotonic() < deadline, "workers never started"
+            time.sleep(0.1)
+        workers = _children(proc.pid)
+        assert proc.poll() is None, "finished before it could be killed"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [w for w in workers if _running(w)]
+    for w in alive:
+        os.kill(w, signal.SIGKILL)
+    assert alive == [], "worker processes outlived the killed generator"
+    assert not out.exists()
+    assert _leftovers(tmp_path)  # the killed run's temporary directory...
+    small = tmp_path / "small.txt"
+    small.write_text(text)
+    rerun = _cli(["--input", str(small), "--spm_model", sample_vocab, "--output_dir", str(out),
+                  "--max_seq_length", "32", "--max_predictions_per_seq", "5", "--processes", "1"])
+    assert rerun.returncode == 0, rerun.stderr
+    assert _leftovers(tmp_path) == []  # ...is removed by the next run

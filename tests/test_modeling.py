@@ -240,3 +240,54 @@ def test_tf_checkpoint_holds_every_weight(tmp_path):
     tf.train.Checkpoint(model=other).read(path).assert_existing_objects_matched()
     for a, b in zip(model.weights, other.weights, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+@pytest.mark.parametrize("num_labels", [3, 1], ids=["classification", "regression"])
+def test_sequence_classification_matches_hf_both_directions(num_labels, tmp_path):
+    from albert import AlbertForSequenceClassification
+
+    cfg = small_config(num_hidden_layers=2, inner_group_num=2)
+    batch = make_batch(cfg.vocab_size, seed=11)
+    hf_cfg = {**cfg.to_dict(), "num_labels": num_labels}
+    torch.manual_seed(6)
+    hf = transformers.AlbertForSequenceClassification(transformers.AlbertConfig(**hf_cfg)).eval()
+    with torch.no_grad():  # non-zero biases and LayerNorm shifts, as hf_model does
+        for name, p in hf.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    hf.save_pretrained(tmp_path / "hf")
+    ours = AlbertForSequenceClassification.from_pretrained(tmp_path / "hf")
+    assert ours.num_labels == num_labels  # read from the checkpoint's classifier
+    with torch.no_grad():
+        ref = hf(**torch_inputs(batch)).logits
+    out = ours(batch)["logits"]
+    assert out.shape == (3, num_labels) and out.dtype == tf.float32
+    assert max_diff(ref, out) < TOL
+    ours.save_pretrained(tmp_path / "ours")
+    back = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "ours").eval()
+    assert back.config.num_labels == num_labels
+    assert back.config.problem_type == ("regression" if num_labels == 1
+                                        else "single_label_classification")
+    with torch.no_grad():
+        ref2 = back(**torch_inputs(batch)).logits
+    assert max_diff(ref2, out) < TOL
+
+
+def test_sequence_classification_dropout_is_keyed_and_training_only():
+    from albert import AlbertForSequenceClassification
+    from albert.modeling import dropout_key
+
+    cfg = small_config(num_hidden_layers=1, classifier_dropout_prob=0.5)
+    model = AlbertForSequenceClassification(cfg, num_labels=4).build_for_config()
+    batch = make_batch(cfg.vocab_size)
+    a = model(batch)["logits"].numpy()
+    np.testing.assert_array_equal(a, model(batch, training=False)["logits"].numpy())
+    key = tf.constant([7, 1], tf.int64)
+    with dropout_key(key):
+        b = model(batch, training=True)["logits"].numpy()
+    with dropout_key(key):
+        c = model(batch, training=True)["logits"].numpy()
+    np.testing.assert_array_equal(b, c)  # the same key draws the same masks
+    assert max_diff(a, b) > 1e-4
+    with pytest.raises(ValueError, match="num_labels must be a positive integer"):
+        AlbertForSequenceClassification(cfg, num_labels=0)

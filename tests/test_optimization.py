@@ -71,9 +71,41 @@ def test_schedule_warmup_then_polynomial_decay():
     lr = lambda s: float(learning_rate_at(s, 1.0, 10, 110, end_learning_rate=0.1, power=2.0))
     assert lr(0) == pytest.approx(0.1)  # update 1 of 10 warmup updates
     assert lr(9) == pytest.approx(1.0)
+    assert lr(10) == pytest.approx(1.0)  # continuous at the end of warmup
     # After warmup: (1 - progress)^2 decay from 1.0 to 0.1 over 100 updates.
-    assert lr(59) == pytest.approx(0.9 * 0.5 ** 2 + 0.1)
-    assert lr(109) == pytest.approx(0.1)
+    assert lr(60) == pytest.approx(0.9 * 0.5 ** 2 + 0.1)
+    assert lr(109) == pytest.approx(0.9 * 0.01 ** 2 + 0.1)
+    assert lr(110) == pytest.approx(0.1)
     assert lr(500) == pytest.approx(0.1)
-    no_warmup = lambda s: float(learning_rate_at(s, 2.0, 0, 100))
-    assert no_warmup(0) == pytest.approx(2.0 * 0.99)
+
+
+def test_schedule_matches_transformers_decay_and_the_last_update_learns():
+    # transformers' linear schedule: rate at update s (0-based) after warmup is
+    # peak * (total - s) / (total - warmup); the last update (s = total - 1) is not at rate 0.
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    total, warmup = 20, 4
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = get_linear_schedule_with_warmup(opt, warmup, total)
+    theirs = []
+    for _ in range(total):
+        theirs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    ours = [float(learning_rate_at(s, 1.0, warmup, total)) for s in range(total)]
+    np.testing.assert_allclose(ours[warmup:], theirs[warmup:], rtol=1e-6)
+    assert ours[-1] > 0
+    # --total_steps 1 without warmup: the one update uses the peak rate.
+    assert float(learning_rate_at(0, 2.0, 0, 1)) == pytest.approx(2.0)
+
+
+def test_schedule_from_zero_is_googles_polynomial_decay():
+    # Google's optimization.py: polynomial_decay(peak, step, total, end, power) over all steps.
+    lr = lambda s: float(learning_rate_at(s, 1.0, 10, 100, decay="from_zero"))
+    assert lr(10) == pytest.approx(0.9)
+    assert lr(50) == pytest.approx(0.5)
+    assert lr(99) == pytest.approx(0.01)
+    assert lr(4) == pytest.approx(0.5)  # warmup overrides
+    with pytest.raises(ValueError, match="--lr_decay"):
+        learning_rate_at(0, 1.0, 0, 10, decay="cosine")

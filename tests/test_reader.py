@@ -1,9 +1,24 @@
+import logging
+import shutil
+
 import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import PREDS, SEQ
 
-from albert.data.reader import DataError, check_record_shapes, pretraining_dataset, resolve_files
+from albert.data.reader import (
+    DataError,
+    check_all_record_shapes,
+    check_ranks_have_records,
+    check_record_shapes,
+    count_nonempty_files,
+    data_loss_message,
+    pretraining_dataset,
+    resolve_files,
+    scan_file,
+    shard_files,
+)
+from albert.data.tfrecord import TFRecordWriter
 
 
 def test_batches_have_model_names_and_shapes(sample_records):
@@ -52,3 +67,131 @@ def test_errors_name_the_pattern(sample_records, tmp_path):
     with pytest.raises(DataError, match="--max_seq_length asks for 128"):
         check_record_shapes(first, 128, PREDS)
     check_record_shapes(first, SEQ, PREDS)
+
+
+# -- hostile input (issue 13) -----------------------------------------------------------------
+
+
+def copy_shards(sample_records, tmp_path):
+    """A private copy of the 4 training shards (tests damage them)."""
+    out = tmp_path / "train"
+    shutil.copytree(sample_records / "train", out)
+    return sorted(str(p) for p in out.iterdir())
+
+
+def write_records(path, n, seq, preds, gzip=False):
+    """n tiny pretraining records of the given shapes, through the generator's own writer."""
+    def ints(k):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * k))
+
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "input_ids": ints(seq), "input_mask": ints(seq), "segment_ids": ints(seq),
+        "masked_lm_positions": ints(preds), "masked_lm_ids": ints(preds),
+        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * preds)),
+        "next_sentence_labels": ints(1),
+    })).SerializeToString()
+    with TFRecordWriter(str(path), gzip_compress=gzip) as writer:
+        for _ in range(n):
+            writer.write(example)
+
+
+def test_reader_skips_hidden_tmp_files(sample_records, tmp_path):
+    """Item 4: a killed generator's `.part-*.tmp` files are never read, through a glob too."""
+    files = copy_shards(sample_records, tmp_path)
+    train = tmp_path / "train"
+    shutil.copy(files[0], train / ".part-00009-of-00010.tfrecord.tmp")
+    shutil.copy(files[0], train / "part-00009-of-00010.tfrecord.tmp")
+    shutil.copy(files[0], train / ".hidden.tfrecord")
+    for pattern in ("train", "train/*", "train/*.tfrecord*"):
+        assert resolve_files(pattern, str(tmp_path)) == files, pattern
+    with pytest.raises(DataError, match=r"no TFRecord files match .*hidden or temporary"):
+        resolve_files("train/*.tmp", str(tmp_path))
+
+
+def test_all_files_shapes_checked_not_just_the_first(sample_records, tmp_path):
+    """Items 3 and 9: a shard of another seq length anywhere in the list is named."""
+    files = copy_shards(sample_records, tmp_path)
+    assert check_all_record_shapes(files, SEQ, PREDS) == []
+    stale = tmp_path / "train" / "part-00003-of-00002.tfrecord"  # sorts last
+    write_records(stale, 3, 128, PREDS)
+    with pytest.raises(DataError) as info:
+        check_all_record_shapes(files + [str(stale)], SEQ, PREDS)
+    message = str(info.value)
+    assert f"{stale}: feature 'input_ids' has length 128, but --max_seq_length asks for 64" \
+        in message and message.startswith("1 of 5 TFRecord files")
+    assert files[0] not in message
+    # A first record that cannot be read is named too (gzip or not), never a traceback.
+    gz = tmp_path / "part-00000-of-00001.tfrecord.gz"
+    write_records(gz, 2, SEQ, PREDS, gzip=True)
+    assert check_all_record_shapes([str(gz)], SEQ, PREDS) == []
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(open(files[0], "rb").read()[:30])
+    with pytest.raises(DataError, match=f"{cut} is truncated in its first record; find every "
+                                        "damaged shard with: python -m albert.check_records"):
+        check_all_record_shapes([str(cut)], SEQ, PREDS)
+
+
+def test_rank_with_only_empty_shards_is_one_error_for_all_ranks(sample_records, tmp_path):
+    """Item 2: every rank counts its non-empty files; the gathered counts give one error."""
+    files = copy_shards(sample_records, tmp_path)
+    for i in (1, 3):  # rank 1 of 2 reads files 1 and 3
+        open(files[i], "wb").close()
+    counts = [count_nonempty_files(shard_files(files, r, 2)) for r in range(2)]
+    assert counts == [2, 0]
+    with pytest.raises(DataError, match=r"1 of 2 ranks have no records to read: rank 1's 2 "
+                                        r"file\(s\) \(part-00001-of-00004.tfrecord, "
+                                        r"part-00003-of-00004.tfrecord\) are all empty"):
+        check_ranks_have_records(counts, files, 2)
+    check_ranks_have_records([count_nonempty_files(files)], files, 1)  # one rank: fine
+    assert check_all_record_shapes(files, SEQ, PREDS) == [files[1], files[3]]
+
+
+def damage(files):
+    """Truncate files[1] mid-record and flip one byte inside a record of files[2]."""
+    data = open(files[1], "rb").read()
+    open(files[1], "wb").write(data[: len(data) // 2])
+    data = bytearray(open(files[2], "rb").read())
+    data[len(data) // 2] ^= 0x5A
+    open(files[2], "wb").write(bytes(data))
+
+
+def all_ids(patterns, prefix, **kw):
+    ds = pretraining_dataset(patterns, 16, SEQ, PREDS, filesystem_prefix=prefix,
+                             training=False, **kw)
+    return [tuple(row) for b in ds for row in b["input_ids"].numpy()]
+
+
+def test_skip_corrupt_reads_good_records_with_counted_warning(sample_records, tmp_path, caplog):
+    """Item 8b: with skip_corrupt, the good files and the intact start of damaged ones are read,
+    and one warning counts what was skipped; without it, a DataLossError, which
+    data_loss_message (item 8c) turns into a message naming both damaged files."""
+    files = copy_shards(sample_records, tmp_path)
+    originals = {f: all_ids(f, ".") for f in files}
+    damage(files)
+    intact = {f: scan_file(f).records for f in files}
+    assert intact[files[0]] == len(originals[files[0]]) and intact[files[3]] == len(
+        originals[files[3]])
+    assert 0 < intact[files[1]] < len(originals[files[1]])
+    assert intact[files[2]] < len(originals[files[2]])
+    expected = sorted(r for f in files for r in originals[f][: intact[f]])
+
+    with caplog.at_level(logging.WARNING, logger="albert.data.reader"):
+        got = all_ids("train", str(tmp_path), skip_corrupt=True)
+    assert sorted(got) == expected
+    warning = [r.getMessage() for r in caplog.records if "skipping corrupt" in r.getMessage()]
+    assert len(warning) == 1
+    assert (f"2 of 4 files are damaged; {intact[files[1]] + intact[files[2]]} records before "
+            "the damage are read") in warning[0]
+    assert files[1] in warning[0] and files[2] in warning[0] and files[0] not in warning[0]
+    # Training mode repeats over the damaged files without stopping.
+    ds = pretraining_dataset("train", 16, SEQ, PREDS, filesystem_prefix=str(tmp_path),
+                             skip_corrupt=True)
+    assert len(list(ds.take(3 * len(expected) // 16))) == 3 * len(expected) // 16
+
+    with pytest.raises(tf.errors.DataLossError) as info:
+        all_ids("train", str(tmp_path))
+    message = data_loss_message(info.value, files, "train/*", str(tmp_path))
+    assert f"{files[1]} is corrupt at record {intact[files[1]]}" in message
+    assert f"{files[2]} is corrupt at record {intact[files[2]]}" in message
+    assert f"python -m albert.check_records 'train/*' --filesystem_prefix {tmp_path}" in message
+    assert "--skip_corrupt_records" in message and files[0] not in message

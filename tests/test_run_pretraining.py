@@ -105,7 +105,7 @@ def test_horovod_two_ranks_equals_one_process(sample_records, sample_vocab, tmp_
                            "-m", "albert.run_pretraining", *argv], capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "2 rank(s) x 4 sequences" in proc.stdout + proc.stderr
+    assert "batch plan: 4 x 1 x 2 = 8" in proc.stdout + proc.stderr
     big = tmp_path / "big"
     run_cli(base_args(sample_records, sample_vocab, big, **EQUIV, **{"--per_gpu_batch_size": "8"}))
     acc = tmp_path / "acc"
@@ -125,17 +125,20 @@ RESUME = {"--total_steps": "8", "--shuffle_buffer": "300", "--checkpoint_frequen
           "--config_override": ["hidden_dropout_prob=0.1"]}
 
 
-def _run_until(argv, marker, sig):
+def _run_until(argv, marker, sig, launcher=()):
     """Start a run, send `sig` once `marker` appears in its output, return its exit code."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.Popen([sys.executable, "-m", "albert.run_pretraining", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen([*launcher, sys.executable, "-m", "albert.run_pretraining", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
     seen = []
     for line in proc.stdout:
         seen.append(line)
         if marker in line:
             proc.send_signal(sig)
             break
+    if launcher and sig == signal.SIGKILL:
+        os.killpg(proc.pid, signal.SIGKILL)  # every rank dies at once, as on a lost machine
     rest, _ = proc.communicate(timeout=300)
     return proc.returncode, "".join(seen) + rest
 
@@ -152,6 +155,8 @@ def test_resume_after_kill9_and_sigterm_continues_the_same_trajectory(sample_rec
     assert not (killed / "ckpt" / "final").exists()
     resumed = run_cli(argv)
     assert "resuming from" in resumed.stderr
+    # The input stream continues from the saved iterator state, not by replaying it.
+    assert "input position of step 4 restored" in resumed.stderr
     assert max_weight_diff(weights(killed), weights(straight)) < 1e-5
 
     termed = tmp_path / "termed"
@@ -168,7 +173,15 @@ def test_resume_after_kill9_and_sigterm_continues_the_same_trajectory(sample_rec
     [
         ({"--train_dir": "missing/*.tfrecord"}, "no TFRecord files match"),
         ({"--global_batch_size": "10", "--gradient_accumulation_steps": "3"},
-         "--global_batch_size 10 is not divisible"),
+         "--global_batch_size 10 disagrees with --per_gpu_batch_size 8 x "
+         "--gradient_accumulation_steps 3 x 1 rank(s) = 24"),
+        ({"--global_batch_size": "12"}, "--global_batch_size 12 is not a multiple of "
+                                        "--per_gpu_batch_size 8 x 1 rank(s)"),
+        ({"--log_frequency": "0"}, "--log_frequency must be at least 1, got 0"),
+        ({"--keep_checkpoints": "0"}, "--keep_checkpoints must be at least 1, got 0"),
+        ({"--checkpoint_frequency": "-1"}, "--checkpoint_frequency must be at least 0"),
+        ({"--validation_frequency": "-5"}, "--validation_frequency must be at least 0"),
+        ({"--load_optimizer_state": None}, "--load_optimizer_state needs --load_from checkpoint"),
         ({"--model_size": "gigantic"}, "--model_size 'gigantic' is unknown"),
         ({"--max_seq_length": "128"}, "--max_seq_length asks for 128"),
         ({"--load_from": "checkpoint"}, "no checkpoint in --checkpoint_dir"),
@@ -201,3 +214,173 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     assert len(rows) == 1 and rows[0]["step"] == 2  # at step 2, not again at the end
     assert rows[0]["total"] == 16 and 0.0 <= rows[0]["f1"] <= 100.0
     assert {"exact", "HasAns_f1", "NoAns_f1", "best_f1"} <= set(rows[0])
+
+
+def test_batch_plan_derives_accumulation_and_logs_one_line(sample_records, sample_vocab, tmp_path):
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--per_gpu_batch_size": "4", "--global_batch_size": "8", "--total_steps": "2"}))
+    line = [x for x in proc.stderr.splitlines() if "batch plan:" in x]
+    assert len(line) == 1, proc.stderr[-2000:]
+    assert ("batch plan: 4 x 2 x 1 = 8 (per-GPU micro-batch x accumulation steps x ranks = "
+            "sequences per update); 512 tokens per update at sequence length 64; 2 updates = 16 "
+            "sequences in all") in line[0]
+    # 8 sequences per update really went through: the run record keeps the plan it trained with.
+    record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
+    assert record["batch_plan"] == {"ranks": 1, "micro_batch": 4, "accumulation": 2,
+                                    "global_batch": 8}
+
+
+def test_plan_only_prints_the_plan_for_n_ranks_and_trains_nothing(sample_records, sample_vocab,
+                                                                  tmp_path):
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--per_gpu_batch_size": "32", "--global_batch_size": "4096", "--plan_only": None,
+        "--plan_ranks": "8", "--total_steps": "100"}))
+    assert "batch plan: 32 x 16 x 8 = 4096" in proc.stdout
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_same_dir_different_start_is_refused_same_command_resumes(sample_records, sample_vocab,
+                                                                  tmp_path):
+    first = base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "2",
+                                                                 "--checkpoint_frequency": "1"})
+    run_cli(first)
+    export = tmp_path / "export"
+    import shutil
+    shutil.copytree(tmp_path / "ckpt" / "final", export)
+    # Another start in the same directory: refused, with the way forward in the message.
+    other = base_args(sample_records, sample_vocab, tmp_path, **{
+        "--total_steps": "4", "--load_from": "pretrained", "--checkpoint_path": str(export)})
+    proc = run_cli(other, check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert (f"--checkpoint_dir {tmp_path / 'ckpt'} holds a run started from scratch; this "
+            f"command starts from pretrained {export}. Use a new --checkpoint_dir, or add "
+            "--overwrite_checkpoint_dir to discard that run") in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # The same command again: the run is finished and says so instead of training.
+    again = run_cli(first)
+    assert "this run already finished: 2 of --total_steps 2 updates" in again.stdout
+    assert "train step" not in again.stdout
+    # The same start with more steps: resumes from step 2.
+    longer = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
+    assert "resuming from" in longer.stderr and "train step 3 " in longer.stdout
+    assert "train step 1 " not in longer.stdout
+    # Told to discard: starts over from the export.
+    fresh = run_cli(other + ["--overwrite_checkpoint_dir"])
+    assert "discarding the run" in fresh.stderr and "train step 1 " in fresh.stdout
+    record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
+    assert record["started_from"]["load_from"] == "pretrained" and record["finished"]
+
+
+HVD_RESUME = {"--total_steps": "6", "--shuffle_buffer": "100", "--checkpoint_frequency": "3",
+              "--per_gpu_batch_size": "4",
+              "--config_override": ["hidden_dropout_prob=0.1", "attention_probs_dropout_prob=0.1",
+                                    "classifier_dropout_prob=0.1"]}
+
+
+def test_horovod_kill9_resume_with_dropout_equals_the_straight_run(sample_records, sample_vocab,
+                                                                   tmp_path):
+    # Dropout on, two ranks: each rank's masks are keyed by (seed, rank, update, micro-batch), and
+    # each rank's input position is saved with the checkpoint. The ranks' weights are identical by
+    # construction (allreduced updates), and rank 1's masks and data enter every update through
+    # the allreduce, so the final weights equal the straight run's only if every rank resumed its
+    # own dropout sequence and input stream exactly.
+    launcher = [HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2"]
+    straight = tmp_path / "straight"
+    proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_pretraining",
+                           *base_args(sample_records, sample_vocab, straight, **HVD_RESUME)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    killed = tmp_path / "killed"
+    argv = base_args(sample_records, sample_vocab, killed, **HVD_RESUME)
+    code, out = _run_until(argv, "saved checkpoint", signal.SIGKILL, launcher=launcher)
+    assert not (killed / "ckpt" / "final").exists(), out[-3000:]
+    assert sorted(os.listdir(killed / "ckpt" / "data" / "2x4x1")) == ["rank-0", "rank-1"]
+    proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_pretraining", *argv],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = proc.stdout + proc.stderr
+    assert "resuming from" in log
+    assert "rank 0: input position of step 3 restored" in log
+    assert "rank 1: input position of step 3 restored" in log
+    assert max_weight_diff(weights(killed), weights(straight)) < 1e-5
+
+
+def _copy_shards(src, dst, names=None):
+    import shutil
+
+    dst.mkdir(parents=True)
+    for path in sorted(src.iterdir()):
+        if names is None or path.name in names:
+            shutil.copy(path, dst / path.name)
+    return sorted(dst.iterdir())
+
+
+def _record_offsets(data: bytes) -> list[int]:
+    """Start of each record in TFRecord framing (8-byte length, 4-byte CRC, data, 4-byte CRC)."""
+    import struct
+
+    offsets, pos = [], 0
+    while pos < len(data):
+        offsets.append(pos)
+        pos += 16 + struct.unpack("<Q", data[pos:pos + 8])[0]
+    return offsets
+
+
+def test_corrupt_shard_is_named_progress_saved_and_skip_corrupt_records_trains_on(
+        sample_records, sample_vocab, tmp_path):
+    shards = _copy_shards(sample_records / "train", tmp_path / "data" / "train")
+    data = bytearray(shards[1].read_bytes())
+    # A flipped bit inside record 30 of the second file: with no shuffling the four files are read
+    # one record at a time in turn, so the run meets it around update 15 of batch 8.
+    data[_record_offsets(bytes(data))[30] + 20] ^= 0x10
+    shards[1].write_bytes(bytes(data))
+    argv = base_args(tmp_path / "data", sample_vocab, tmp_path / "run", **{
+        "--total_steps": "40", "--shuffle_buffer": "0", "--log_frequency": "5"})
+    proc = run_cli(argv, check=False)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "error:" in proc.stderr and shards[1].name in proc.stderr
+    assert "--skip_corrupt_records" in proc.stderr and "Traceback" not in proc.stderr
+    # The updates before the damaged record were saved before the run stopped.
+    assert "train step 10 " in proc.stdout
+    saved = sorted(int(p.name[5:-6]) for p in (tmp_path / "run" / "ckpt").glob("ckpt-*.index"))
+    assert saved and 10 <= saved[-1] < 40, saved
+    # The way on: the damaged file is read up to its bad record; the run resumes and finishes.
+    ok = run_cli(argv + ["--skip_corrupt_records"])
+    assert "resuming from" in ok.stderr and "train step 40 " in ok.stdout
+    assert shards[1].name in ok.stderr  # the warning at start names the damaged file
+
+
+def test_rank_with_only_empty_shards_stops_every_rank(sample_records, sample_vocab, tmp_path):
+    train = tmp_path / "data" / "train"
+    _copy_shards(sample_records / "train", train,
+                 names={"part-00000-of-00004.tfrecord"})
+    (train / "part-00001-of-00004.tfrecord").write_bytes(b"")  # rank 1's only file
+    argv = base_args(tmp_path / "data", sample_vocab, tmp_path / "run", **{"--total_steps": "2"})
+    proc = subprocess.run([HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2", sys.executable,
+                           "-m", "albert.run_pretraining", *argv], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "1 of 2 ranks have no records to read: rank 1's 1 file(s)" in out, out[-3000:]
+
+
+def test_validation_files_are_checked_at_start(sample_records, sample_corpus, sample_vocab,
+                                               tmp_path):
+    from albert import create_pretraining_data
+
+    other = tmp_path / "other"
+    create_pretraining_data.run(create_pretraining_data.parse_args([
+        "--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir", str(other),
+        "--max_seq_length", "32", "--max_predictions_per_seq", "5", "--num_shards", "1",
+        "--processes", "1", "--no_progress"]))
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / "run", **{
+        "--val_dir": str(other / "train"), "--validation_frequency": "1"}), check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error:" in proc.stderr and "part-00000-of-00001" in proc.stderr
+    assert "train step" not in proc.stdout  # refused before any training was lost
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "part-00000-of-00001.tfrecord").write_bytes(b"")
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / "run2", **{
+        "--val_dir": str(empty)}), check=False)
+    assert proc.returncode == 2 and "validation would report nothing" in proc.stderr

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from albert.data.squad_sample import write_sample
@@ -90,15 +91,22 @@ def test_prediction_split_across_two_ranks_matches_one(finetuned, squad_files, t
     [
         (["--train_file", "/nonexistent/train.json"], "--train_file /nonexistent/train.json "
                                                       "does not exist"),
-        (["--predict_file", "{bad}"], "is not valid JSON"),
-        (["--predict_file", "{dev}", "--spm_model", ""], "no vocabulary"),
+        (["--train_file", "{bad}"], "is not valid JSON"),
+        (["--predict_file", "{dev}", "--spm_model", "", "--load_from", "checkpoint",
+          "--checkpoint_path", "{tmp}"], "no vocabulary"),
         (["--predict_file", "{dev}", "--load_from", "huggingface"], "needs --checkpoint_path"),
+        (["--predict_file", "{dev}"], "prediction without --train_file needs a fine-tuned model"),
+        (["--predict_file", "{dev}", "--load_from", "checkpoint", "--checkpoint_path", "{tmp}",
+          "--eval_batch_size", "0"], "--eval_batch_size must be at least 1, got 0"),
+        (["--train_file", "{dev}", "--log_frequency", "0"],
+         "--log_frequency must be at least 1, got 0"),
     ],
 )
 def test_clear_errors(argv, message, squad_files, sample_vocab, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{oops")
-    argv = [a.replace("{bad}", str(bad)).replace("{dev}", squad_files[1]) for a in argv]
+    argv = [a.replace("{bad}", str(bad)).replace("{dev}", squad_files[1])
+            .replace("{tmp}", str(tmp_path)) for a in argv]
     base = ["--model_size", "tiny", "--spm_model", sample_vocab, "--cache_dir",
             str(tmp_path / "c"), "--output_dir", str(tmp_path / "o"), "--log_dir",
             str(tmp_path / "l"), "--checkpoint_dir", str(tmp_path / "k")]
@@ -109,10 +117,15 @@ def test_clear_errors(argv, message, squad_files, sample_vocab, tmp_path):
 
 
 def test_v11_data_is_predicted_and_scored_as_v11(sample_vocab, tmp_path):
-    _, dev = write_sample(str(tmp_path / "d"), "v1.1", train_questions=5, dev_questions=12)
-    run_squad(["--predict_file", dev, "--model_size", "tiny", "--spm_model", sample_vocab,
+    train, dev = write_sample(str(tmp_path / "d"), "v1.1", train_questions=5, dev_questions=12)
+    run_squad(["--train_file", train, "--total_steps", "1", "--per_gpu_batch_size", "2",
+               "--predict_file", dev, "--model_size", "tiny", "--spm_model", sample_vocab,
                "--max_seq_length", "128", "--skip_xla", "--output_dir", str(tmp_path / "o"),
-               "--cache_dir", str(tmp_path / "c"), "--log_dir", str(tmp_path / "l")])
+               "--cache_dir", str(tmp_path / "c"), "--log_dir", str(tmp_path / "l"),
+               "--checkpoint_dir", str(tmp_path / "k"), "--export_dir", str(tmp_path / "s")])
+    # --export_dir: a SavedModel with the QA signature and the vocabulary beside it.
+    assert (tmp_path / "s" / "saved_model.pb").exists()
+    assert (tmp_path / "s" / "assets" / "spiece.model").exists()
     result = json.loads((tmp_path / "o" / "eval_results.json").read_text())
     assert result["version"] == "v1.1"
     assert {"exact_match", "f1", "total"} <= set(result) and result["total"] == 12
@@ -133,3 +146,54 @@ def test_loaded_model_too_short_for_max_seq_length(squad_files, sample_vocab, tm
                       "--log_dir", str(tmp_path / "l")], check=False)
     assert proc.returncode == 2
     assert "--max_seq_length 128 exceeds the model's max_position_embeddings (64)" in proc.stderr
+
+
+def test_predict_only_from_the_finished_fine_tune_reproduces_its_scores(finetuned, squad_files,
+                                                                        tmp_path):
+    out, argv, _ = finetuned
+    _, dev = squad_files
+    trained = json.loads((out / "pred" / "eval_results.json").read_text())
+    proc = run_squad(["--predict_file", dev, "--load_from", "checkpoint", "--checkpoint_path",
+                      str(out / "ckpt"), "--max_seq_length", "160", "--cache_dir",
+                      str(tmp_path / "cache"), "--output_dir", str(tmp_path / "pred"),
+                      "--log_dir", str(tmp_path / "logs"), "--no_progress", "--xla", "off"])
+    assert "predicting with the fine-tuned weights of" in proc.stderr
+    again = json.loads((tmp_path / "pred" / "eval_results.json").read_text())
+    assert again == trained  # exactly: the same weights, features and post-processing
+    assert trained["f1"] > 100.0 * trained["NoAns_total"] / trained["total"] + 15
+
+
+def test_predict_only_refuses_a_model_without_a_qa_head(squad_files, sample_vocab, tmp_path):
+    from albert import AlbertConfig, AlbertForPreTraining
+
+    config = AlbertConfig.from_preset("tiny", vocab_size=2000)
+    AlbertForPreTraining(config).build_for_config().save_pretrained(
+        tmp_path / "pretrained", spm_model=sample_vocab)
+    proc = run_squad(["--predict_file", squad_files[1], "--load_from", "pretrained",
+                      "--checkpoint_path", str(tmp_path / "pretrained"), "--max_seq_length",
+                      "128", "--cache_dir", str(tmp_path / "c"), "--output_dir",
+                      str(tmp_path / "o"), "--log_dir", str(tmp_path / "l")], check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "missing qa_outputs.weight" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o" / "predictions.json").exists()
+
+
+def test_same_command_on_a_finished_fine_tune_says_so_and_predicts(finetuned, tmp_path):
+    out, argv, _ = finetuned
+    argv = [a if a != str(out / "pred") else str(tmp_path / "pred") for a in argv]
+    proc = run_squad(argv)
+    assert "fine-tuning already finished" in proc.stdout
+    assert "train step" not in proc.stdout
+    assert (json.loads((tmp_path / "pred" / "eval_results.json").read_text())
+            == json.loads((out / "pred" / "eval_results.json").read_text()))
+
+
+def test_training_features_are_cached_shuffled(finetuned):
+    out, _, _ = finetuned
+    metas = [p for p in (out / "cache").glob("*.seed42.meta.json")]
+    assert len(metas) == 1
+    order = [f["example_index"] for f in json.loads(metas[0].read_text())]
+    assert sorted(order) != order or len(order) < 2
+    ranks = np.argsort(np.argsort(order))
+    spearman = np.corrcoef(np.arange(len(order)), ranks)[0, 1]
+    assert abs(spearman) < 0.2, spearman  # read order carries no article order

@@ -2,6 +2,9 @@
 
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -157,3 +160,112 @@ def test_postprocess_picks_best_valid_span_and_null(tokenizer, tmp_path):
     start[0] = end[0] = 10.0  # now "no answer" wins
     preds, _, odds = squad.postprocess(examples, meta, {0: (start, end)}, version_2=True)
     assert preds["q"] == "" and odds["q"] == pytest.approx(12.0)
+
+
+# -- hostile input (issue 13) -----------------------------------------------------------------
+
+
+def run_squad_cli(argv, timeout=180):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.run([sys.executable, "-m", "albert.run_squad", *argv],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ((384, 0, 64), "--doc_stride must be at least 1, got 0"),
+        ((384, -3, 64), "--doc_stride must be at least 1, got -3"),
+        ((384, 128, 0), "--max_query_length must be at least 1, got 0"),
+        ((0, 128, 64), "--max_seq_length must be at least 1, got 0"),
+        ((64, 16, 64), r"--max_seq_length 64 leaves no room for context after a "
+                       r"--max_query_length 64 question: .* >= --max_query_length \+ 4 \(68\)"),
+    ],
+)
+def test_doc_stride_and_length_relations_are_checked(settings, message):
+    """Item 10, in the library: settings that loop forever or leave no context are refused."""
+    with pytest.raises(squad.SettingsError, match=message):
+        squad.FeatureSettings(*settings)
+    squad.FeatureSettings(68, 500, 64)  # one context token per window; a long stride is fine
+
+
+def test_doc_stride_above_the_room_skips_no_token(tokenizer, tmp_path):
+    """Item 10: a stride larger than a window's context room makes back-to-back windows."""
+    context = " ".join(f"Sentence number {i} talks about the interpreter." for i in range(20))
+    qas = [{"id": "q", "question": "which?", "answers": []}]
+    examples, _, _ = squad.read_squad(write(tmp_path, [{"context": context, "qas": qas}]))
+    features = squad.featurize(examples, tokenizer, squad.FeatureSettings(32, 1000, 8), False)
+    spans = [s for f in features for s in f.token_spans if s is not None]
+    n_context = len(tokenizer(context, add_special_tokens=False)["input_ids"])
+    assert len(spans) == n_context  # each context token in exactly one window
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--doc_stride", "0", "--max_seq_length", "96"],
+         "error: --doc_stride must be at least 1, got 0"),
+        (["--max_seq_length", "64"],
+         "error: --max_seq_length 64 leaves no room for context after a --max_query_length 64 "
+         "question: [CLS] question [SEP] context [SEP] needs --max_seq_length >= "
+         "--max_query_length + 4 (68)"),
+    ],
+    ids=["doc_stride_0", "no_room_for_context"],
+)
+def test_run_squad_doc_stride_zero_exits_2_without_hanging(flags, message, sample_vocab,
+                                                           tmp_path):
+    """Item 10 through the CLI: `--doc_stride 0` used to loop forever allocating memory; a
+    --max_seq_length without room for context is refused up front too."""
+    train, _ = write_sample(str(tmp_path), train_questions=10, dev_questions=10)
+    proc = run_squad_cli(["--train_file", train, "--spm_model", sample_vocab, "--model_size",
+                          "tiny", *flags, "--output_dir", str(tmp_path / "out"),
+                          "--cache_dir", str(tmp_path / "cache"), "--log_dir",
+                          str(tmp_path / "logs"), "--checkpoint_dir", str(tmp_path / "ckpt")],
+                         timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert error_lines(proc.stderr) == [message]
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "qa, message",
+    [
+        ({"id": "q7", "question": None, "answers": []},
+         r"qas\[0\] \(id 'q7'\): 'question' must be a string, got NoneType None"),
+        ({"id": "q8", "question": "who?", "answers": [{"text": 42, "answer_start": 0}]},
+         r"qas\[0\] \(id 'q8'\): answers\[0\] needs a 'text' string, got int 42"),
+        ({"id": "q9", "question": "who?", "answers": [{"answer_start": 0}]},
+         r"qas\[0\] \(id 'q9'\): answers\[0\] needs a 'text' string, got NoneType"),
+        ({"id": "q10", "question": "who?", "answers": "mira"},
+         r"qas\[0\] \(id 'q10'\): 'answers' must be a list, got str"),
+        ({"id": ["x"], "question": "who?"}, r"qas\[0\]: 'id' must be a string"),
+    ],
+)
+def test_wrongly_typed_fields_name_file_and_question(qa, message, tmp_path):
+    """Item 12 (data), in the library: a SquadError naming the file, entry and question id."""
+    path = write(tmp_path, [{"context": "mira castell owns it.", "qas": [qa]}])
+    with pytest.raises(squad.SquadError, match=re.escape(path) + r": data\[0\]\.paragraphs"
+                                               r"\[0\]\." + message):
+        squad.read_squad(path)
+
+
+def test_run_squad_null_question_is_one_line_error(sample_vocab, tmp_path):
+    """Item 12 (data) through the CLI: `question: null` in the training file -> exit 2, one
+    line naming the file and the question id (was a TypeError traceback in the tokenizer)."""
+    qas = [{"id": "good", "question": "who?", "answers": [{"text": "mira", "answer_start": 0}]},
+           {"id": "q-null", "question": None, "answers": []}]
+    path = write(tmp_path, [{"context": "mira castell owns it.", "qas": qas}])
+    proc = run_squad_cli(["--train_file", path, "--spm_model", sample_vocab, "--model_size",
+                          "tiny", "--max_seq_length", "96", "--output_dir",
+                          str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"),
+                          "--log_dir", str(tmp_path / "logs"), "--checkpoint_dir",
+                          str(tmp_path / "ckpt"), "--no_progress"])
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert error_lines(proc.stderr) == [
+        f"error: {path}: data[0].paragraphs[0].qas[1] (id 'q-null'): 'question' must be a "
+        "string, got NoneType None"]
+    assert "Traceback" not in proc.stderr

@@ -54,3 +54,27 @@ def test_wrong_spm_model(tmp_path):
         load_spm(str(bogus))
     with pytest.raises(FileNotFoundError, match="not found"):
         load_spm(str(tmp_path / "missing.model"))
+
+
+def test_sampled_training_is_seeded_and_bounded(sample_corpus, tmp_path, capsys):
+    """--max_sentences below the corpus: a seeded sample (the same vocabulary for the same seed,
+    whatever --processes), and the output says how much of the corpus it saw."""
+    def vocab(name, *flags):
+        argv = ["--input", str(sample_corpus), "--vocab_size", "300", "--max_sentences", "500",
+                "--output_dir", str(tmp_path / name), *flags]
+        assert train_tokenizer.main(argv) == 0
+        return (tmp_path / name / "spiece.vocab").read_text()
+
+    first = vocab("a", "--processes", "1")
+    assert "trained on 500 of 3747 sentences from 79 documents" in capsys.readouterr().out
+    assert vocab("b", "--processes", "2") == first
+    assert vocab("c", "--processes", "1", "--seed", "7") != first
+
+
+def test_train_tokenizer_names_bad_input(tmp_path, capsys):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Caf\u00e9 na\u00efve r\u00e9sum\u00e9.\n".encode("latin-1") * 20)
+    assert train_tokenizer.main(["--input", str(latin1), "--output_dir", str(tmp_path / "v"),
+                                 "--processes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "every line of the input (20 lines) was skipped as invalid UTF-8" in err

@@ -1,4 +1,5 @@
-"""ALBERT for TensorFlow 2 / Keras 3: pretraining (MLM + SOP) and SQuAD fine-tuning.
+"""ALBERT for TensorFlow 2 / Keras 3: pretraining (MLM + SOP), SQuAD and sequence-classification
+fine-tuning.
 
     from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
 
@@ -19,6 +20,7 @@ _EXPORTS = {
     "AlbertModel": "albert.modeling",
     "AlbertForPreTraining": "albert.modeling",
     "AlbertForQuestionAnswering": "albert.modeling",
+    "AlbertForSequenceClassification": "albert.modeling",
 }
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 Field names and defaults follow the Hugging Face `config.json` for ALBERT, so a config read from a
 published checkpoint round-trips unchanged. `pre_layer_norm` is ours (HF has no pre-LN ALBERT).
+Google's `albert_config.json` (the TF1 releases) is read with `from_google_json_file`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,25 @@ import os
 from typing import Any
 
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "gelu_pytorch_tanh")
+
+GOOGLE_CONFIG_NAME = "albert_config.json"
+
+# Google's modeling.py calls its tanh approximation "gelu"; under HF's names (ours) that is
+# "gelu_new", while our "gelu" is the exact erf form.
+GOOGLE_ACTIVATIONS = {"gelu": "gelu_new", "relu": "relu"}
+
+# google-research/albert AlbertConfig defaults, used for keys a Google config leaves out (as
+# Google's own code does). Its layer_norm has epsilon 1e-12, our default.
+GOOGLE_DEFAULTS: dict[str, Any] = dict(
+    embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
+    num_attention_heads=64, intermediate_size=16384, inner_group_num=1, hidden_act="gelu",
+    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=512,
+    type_vocab_size=2, initializer_range=0.02,
+)
+
+# Fields of Google's config that change the network in ways ours does not implement, with the
+# value that means "off".
+GOOGLE_UNSUPPORTED = {"net_structure_type": 0, "down_scale_factor": 1, "layers_to_keep": []}
 
 # Published ALBERT v2 sizes (google-research/albert, albert_*_v2 configs). All v2 configs use zero
 # dropout; the tiny preset is ours, small enough for CPU tests and the demo.
@@ -161,6 +181,50 @@ class AlbertConfig:
             return cls.from_dict(data)
         except (TypeError, ValueError) as e:
             raise ValueError(f"invalid ALBERT config {path}: {e}") from None
+
+    @classmethod
+    def from_google_dict(cls, data: dict[str, Any], source: str = GOOGLE_CONFIG_NAME
+                         ) -> AlbertConfig:
+        """Build from Google's `albert_config.json` dict; `source` names the file in errors.
+
+        hidden_act "gelu" becomes "gelu_new" (see GOOGLE_ACTIVATIONS); settings we do not
+        implement (GOOGLE_UNSUPPORTED) raise ValueError naming the field.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"{source} must hold a JSON object")
+        for name, off in GOOGLE_UNSUPPORTED.items():
+            value = data.get(name, off)
+            if value != off and not (off == [] and value is None):
+                raise ValueError(f"{source}: {name} = {value!r} is not supported (only {off!r}, "
+                                 "the setting of every released ALBERT model)")
+        if "vocab_size" not in data:
+            raise ValueError(f"{source} has no vocab_size")
+        merged = {**GOOGLE_DEFAULTS, **data}
+        act = merged["hidden_act"]
+        if act not in GOOGLE_ACTIVATIONS:
+            raise ValueError(f"{source}: hidden_act {act!r} is not supported; expected one of "
+                             f"{sorted(GOOGLE_ACTIVATIONS)}")
+        merged["hidden_act"] = GOOGLE_ACTIVATIONS[act]
+        fields = {f.name for f in dataclasses.fields(cls)}
+        try:
+            return cls(**{k: v for k, v in merged.items() if k in fields})
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"invalid ALBERT config {source}: {e}") from None
+
+    @classmethod
+    def from_google_json_file(cls, path: str | os.PathLike) -> AlbertConfig:
+        """Read Google's `albert_config.json` (a file, or a directory holding one)."""
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            path = os.path.join(path, GOOGLE_CONFIG_NAME)
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"model config not found: {path}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from None
+        return cls.from_google_dict(data, source=path)
 
     def to_json_file(self, path: str | os.PathLike) -> None:
         path = os.fspath(path)

@@ -1,4 +1,4 @@
-"""Command-line flags shared by run_pretraining and run_squad, named as in
+"""Command-line flags shared by the runners, named as in
 aws-samples/deep-learning-models where it has the flag, and the model config built from them."""
 
 from __future__ import annotations
@@ -26,16 +26,18 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--spm_model", default=None,
                    help="SentencePiece vocabulary: sets vocab_size, saved beside exported models")
     g.add_argument("--vocab_size", type=int, default=None, help="override the vocabulary size")
-    g.add_argument("--load_from", choices=("scratch", "checkpoint", "huggingface"),
-                   default="scratch")
+    g.add_argument("--load_from", choices=("scratch", "checkpoint", "pretrained", "huggingface"),
+                   default="scratch",
+                   help="scratch: new weights; pretrained: a released model directory (Hugging "
+                        "Face or Google ALBERT; 'huggingface' is the same, aws-samples' name); "
+                        "checkpoint: the weights of one of our runs")
     g.add_argument("--checkpoint_path", default=None,
-                   help="with --load_from huggingface: a local HF ALBERT directory; with "
-                        "checkpoint: a checkpoint prefix or directory (default: latest in "
-                        "--checkpoint_dir)")
+                   help="with --load_from pretrained: a local model directory; with checkpoint: "
+                        "a checkpoint prefix or directory (default: latest in --checkpoint_dir)")
     g.add_argument("--load_optimizer_state", action="store_true",
-                   help="with --load_from checkpoint and another run's --checkpoint_path: also "
-                        "restore optimizer slots and step (resuming from --checkpoint_dir always "
-                        "does)")
+                   help="with --load_from checkpoint: also carry the optimizer's moments (e.g. "
+                        "phase 2 of two-phase pretraining); the step counter and the learning-"
+                        "rate schedule start at 0 all the same")
 
 
 def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batch: int,
@@ -43,13 +45,22 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g = p.add_argument_group("training")
     g.add_argument("--filesystem_prefix", default=".",
                    help="root for relative data paths (aws-samples: /fsx on the cloud)")
-    g.add_argument("--per_gpu_batch_size", type=int, default=batch)
+    g.add_argument("--per_gpu_batch_size", type=int, default=None,
+                   help=f"sequences per micro-batch on each rank (default {batch})")
     g.add_argument("--global_batch_size", type=int, default=None,
-                   help="if set, must equal per_gpu_batch_size x ranks x accumulation steps; "
-                        "per_gpu_batch_size is derived from it")
-    g.add_argument("--gradient_accumulation_steps", type=int, default=1)
+                   help="sequences per update over all ranks = per_gpu_batch_size x "
+                        "accumulation steps x ranks: with --per_gpu_batch_size the accumulation "
+                        "is derived, with --gradient_accumulation_steps the micro-batch; all "
+                        "three must agree")
+    g.add_argument("--gradient_accumulation_steps", type=int, default=None,
+                   help="micro-batches per update (default 1, or derived)")
+    g.set_defaults(default_micro_batch=batch)
     g.add_argument("--total_steps", type=int, default=None)
     g.add_argument("--warmup_steps", type=int, default=0)
+    g.add_argument("--lr_decay", choices=("from_warmup", "from_zero"), default="from_warmup",
+                   help="from_warmup: decay over the steps after warmup (transformers); "
+                        "from_zero: Google BERT/ALBERT's schedule, decay over all steps from step "
+                        "0 with warmup overriding the first steps")
     g.add_argument("--learning_rate", type=float, default=learning_rate)
     g.add_argument("--end_learning_rate", type=float, default=0.0)
     g.add_argument("--decay_power", type=float, default=1.0)
@@ -64,14 +75,24 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--skip_xla", action="store_true", help="same as --xla off (aws-samples name)")
     g.add_argument("--eager", action="store_true", help="run eagerly (debugging)")
     g.add_argument("--fp16_allreduce", action="store_true",
-                   help="compress gradients to fp16 for the allreduce")
+                   help="send gradients through the allreduce in fp16; under bf16/fp32 this turns "
+                        "on dynamic loss scaling so small gradients survive the cast")
     g.add_argument("--seed", type=int, default=42)
     g.add_argument("--log_frequency", type=int, default=10)
     g.add_argument("--checkpoint_frequency", type=int, default=1000)
     g.add_argument("--keep_checkpoints", type=int, default=5)
-    g.add_argument("--checkpoint_dir", default=os.path.join("runs", run_name, "checkpoints"))
+    g.add_argument("--checkpoint_dir", default=os.path.join("runs", run_name, "checkpoints"),
+                   help="this run's checkpoints; a run already there resumes if this command "
+                        "starts the same way, else the command is refused")
+    g.add_argument("--overwrite_checkpoint_dir", action="store_true",
+                   help="discard the run in --checkpoint_dir and start this one")
     g.add_argument("--log_dir", default=os.path.join("runs", run_name, "logs"))
     g.add_argument("--no_progress", action="store_true", help="no progress bar")
+    g.add_argument("--plan_only", action="store_true",
+                   help="print the batch plan (and check the flags), then exit without training")
+    g.add_argument("--plan_ranks", type=int, default=None,
+                   help="with --plan_only: plan for this many ranks (e.g. 8 GPUs) instead of "
+                        "this process's")
 
 
 def _parse_override(item: str):
@@ -114,11 +135,13 @@ def model_config_from_flags(args) -> AlbertConfig:
 
 
 def model_from_flags(cls, args, max_seq_length: int):
-    """The model a run starts from: a Hugging Face directory (--load_from huggingface) or a new one
-    built from --model_size/--model_config and overrides; checked against max_seq_length."""
-    if args.load_from == "huggingface":
+    """The model a run starts from: a released model directory (--load_from pretrained, Hugging
+    Face or Google) or a new one built from --model_size/--model_config and overrides; checked
+    against max_seq_length."""
+    if args.load_from in ("pretrained", "huggingface"):
         if not args.checkpoint_path:
-            raise FlagError("--load_from huggingface needs --checkpoint_path (a local directory)")
+            raise FlagError(f"--load_from {args.load_from} needs --checkpoint_path (a local "
+                            "model directory)")
         model = cls.from_pretrained(args.checkpoint_path)
     else:
         model = cls(model_config_from_flags(args)).build_for_config()
@@ -128,43 +151,95 @@ def model_from_flags(cls, args, max_seq_length: int):
     return model
 
 
-def xla_plan_from_flags(args, dist):
-    """--xla/--skip_xla/--eager -> training.XlaPlan (which step functions XLA compiles)."""
-    from albert.training import XlaPlan, choose_xla
+def tokenizer_path(args) -> str:
+    """The SentencePiece model of a fine-tuning run: --spm_model, else the one that comes with
+    --checkpoint_path (a Hugging Face, Google or exported directory)."""
+    if args.spm_model:
+        return args.spm_model
+    if args.load_from in ("pretrained", "huggingface", "checkpoint") and args.checkpoint_path:
+        from albert.convert import vocabulary_file
+
+        found = vocabulary_file(args.checkpoint_path)
+        if found:
+            return found
+    raise FlagError("no vocabulary: pass --spm_model (or a --checkpoint_path model directory "
+                    "that holds its SentencePiece model)")
+
+
+def xla_plan_from_flags(args, dist, recorded: dict | None = None):
+    """--xla/--skip_xla/--eager -> xla_plan.XlaPlan (which step functions XLA compiles);
+    `recorded` is the plan of the run being resumed (see xla_plan.choose_xla)."""
+    from albert.xla_plan import XlaPlan, choose_xla
 
     if args.eager:
         return XlaPlan(False, False, "--eager")
-    return choose_xla("off" if args.skip_xla else args.xla, args.precision, dist)
+    return choose_xla("off" if args.skip_xla else args.xla, args.precision, dist,
+                      recorded=recorded)
 
 
-def resolve_batch_size(args, ranks: int) -> int:
-    """per_gpu_batch_size, checked against --global_batch_size when that is given."""
-    accum = args.gradient_accumulation_steps
-    if accum < 1:
-        raise FlagError(f"--gradient_accumulation_steps must be >= 1, got {accum}")
-    if args.global_batch_size:
-        per = args.global_batch_size // (ranks * accum)
-        if per * ranks * accum != args.global_batch_size or per < 1:
-            raise FlagError(
-                f"--global_batch_size {args.global_batch_size} is not divisible by ranks "
-                f"({ranks}) x --gradient_accumulation_steps ({accum})"
-            )
-        return per
-    if args.per_gpu_batch_size < 1:
-        raise FlagError(f"--per_gpu_batch_size must be >= 1, got {args.per_gpu_batch_size}")
-    return args.per_gpu_batch_size
+def batch_plan_from_flags(args, ranks: int):
+    """--per_gpu_batch_size / --global_batch_size / --gradient_accumulation_steps -> BatchPlan."""
+    from albert.plan import PlanError, resolve_batch_plan
+
+    try:
+        return resolve_batch_plan(ranks, args.per_gpu_batch_size, args.global_batch_size,
+                                  args.gradient_accumulation_steps, args.default_micro_batch)
+    except PlanError as e:
+        raise FlagError(str(e)) from None
+
+
+# (flag, smallest allowed value) for every count and frequency a runner may have; checked up front
+# so a 0 never reaches a modulo or a loop bound.
+_MINIMUMS = {
+    "total_steps": 1, "warmup_steps": 0, "log_frequency": 1, "checkpoint_frequency": 0,
+    "keep_checkpoints": 1, "validation_frequency": 0, "squad_frequency": 0, "squad_steps": 1,
+    "squad_batch_size": 1, "squad_max_seq_length": 8, "eval_batch_size": 1, "shuffle_buffer": 0,
+    "max_seq_length": 8, "max_predictions_per_seq": 1, "n_best_size": 1, "max_answer_length": 1,
+    "doc_stride": 1, "max_query_length": 1, "plan_ranks": 1, "learning_rate": 0.0,
+    "end_learning_rate": 0.0, "max_grad_norm": 0.0, "weight_decay": 0.0,
+}
+
+
+def check_training_flags(args) -> None:
+    """One FlagError naming the first count or frequency flag that cannot work."""
+    for name, minimum in _MINIMUMS.items():
+        value = getattr(args, name, None)
+        if value is not None and value < minimum:
+            raise FlagError(f"--{name} must be at least {minimum}, got {value}")
+    epochs = getattr(args, "num_train_epochs", None)
+    if epochs is not None and not epochs > 0:
+        raise FlagError(f"--num_train_epochs must be above 0, got {epochs}")
+    proportion = getattr(args, "warmup_proportion", None)
+    if proportion is not None and not 0.0 <= proportion <= 1.0:
+        raise FlagError(f"--warmup_proportion must be within [0, 1], got {proportion}")
+    total, warmup = getattr(args, "total_steps", None), getattr(args, "warmup_steps", None)
+    if total is not None and warmup is not None and warmup > total:
+        raise FlagError(f"--warmup_steps ({warmup}) exceeds --total_steps ({total})")
+    if getattr(args, "load_optimizer_state", False) and args.load_from != "checkpoint":
+        raise FlagError("--load_optimizer_state needs --load_from checkpoint")
+
+
+def started_from(args) -> dict:
+    """What a run starts from, as recorded in its checkpoint directory's run record (the model
+    config is checked separately, against the directory's config.json)."""
+    path = args.checkpoint_path
+    return {"load_from": "pretrained" if args.load_from == "huggingface" else args.load_from,
+            "checkpoint_path": os.path.realpath(path) if path else None,
+            "load_optimizer_state": bool(args.load_optimizer_state)}
 
 
 @contextlib.contextmanager
 def user_errors():
     """Turn the errors a user can fix (bad flag, missing data, wrong checkpoint) into one
     'error: ...' line and exit status 2, instead of a traceback."""
+    from albert.checkpoints import CheckpointError as RunCheckpointError
     from albert.convert import CheckpointError
     from albert.data.reader import DataError
 
     try:
         yield
-    except (FlagError, DataError, CheckpointError, FileNotFoundError, PermissionError) as e:
+    except (FlagError, DataError, CheckpointError, RunCheckpointError, FileNotFoundError,
+            PermissionError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
     except ValueError as e:

@@ -93,3 +93,55 @@ def squad_metrics(sums: dict) -> dict:
     n = max(sums["examples"], 1.0)
     return {"loss": sums["loss_sum"] / n, "start_acc": sums["start_correct"] / n,
             "end_acc": sums["end_correct"] / n}
+
+
+CLASSIFICATION_METRICS = ("examples", "loss_sum", "correct")
+REGRESSION_METRICS = ("examples", "loss_sum")
+
+
+def classification_loss(model, batch, training: bool):
+    """Softmax cross-entropy of the sequence classifier's logits [B, C] against int labels [B]."""
+    out = model(
+        {
+            "input_ids": batch["input_ids"],
+            "attention_mask": batch["attention_mask"],
+            "token_type_ids": batch["token_type_ids"],
+        },
+        training=training,
+    )
+    labels = batch["labels"]
+    ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=out["logits"])
+    predicted = tf.argmax(out["logits"], axis=-1, output_type=labels.dtype)
+    sums = {
+        "examples": tf.cast(tf.shape(labels)[0], tf.float32),
+        "loss_sum": tf.reduce_sum(ce),
+        "correct": tf.reduce_sum(tf.cast(predicted == labels, tf.float32)),
+    }
+    return tf.reduce_mean(ce), sums
+
+
+def classification_metrics(sums: dict) -> dict:
+    n = max(sums["examples"], 1.0)
+    return {"loss": sums["loss_sum"] / n, "accuracy": sums["correct"] / n}
+
+
+def regression_loss(model, batch, training: bool):
+    """Mean squared error of the single regression output (logits [B, 1]) against float
+    labels [B] (as transformers' AlbertForSequenceClassification with num_labels=1)."""
+    out = model(
+        {
+            "input_ids": batch["input_ids"],
+            "attention_mask": batch["attention_mask"],
+            "token_type_ids": batch["token_type_ids"],
+        },
+        training=training,
+    )
+    labels = tf.cast(batch["labels"], tf.float32)
+    squared = tf.square(out["logits"][:, 0] - labels)
+    sums = {"examples": tf.cast(tf.shape(labels)[0], tf.float32),
+            "loss_sum": tf.reduce_sum(squared)}
+    return tf.reduce_mean(squared), sums
+
+
+def regression_metrics(sums: dict) -> dict:
+    return {"loss": sums["loss_sum"] / max(sums["examples"], 1.0)}

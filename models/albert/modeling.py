@@ -11,10 +11,14 @@ head instead of next-sentence prediction.
 Mixed precision: under the `mixed_float16` / `mixed_bfloat16` Keras policies, matmuls run in the
 low precision while LayerNorm, the softmax over attention scores and every returned logit are
 float32 (LayerNorm layers are built with dtype float32; the softmax casts explicitly).
+
+Dropout is stateless: its masks are a function of a key, not of a random generator's state (see
+`dropout_key`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import keras
@@ -55,6 +59,42 @@ def attention_bias(attention_mask: tf.Tensor) -> tf.Tensor:
     return (1.0 - mask[:, None, None, :]) * -1e9
 
 
+# -- stateless dropout -------------------------------------------------------------------------
+# The trainer opens `dropout_key(key)` around each micro-batch's forward pass, with a key made of
+# (seed, rank, update, micro-batch). Each application of a transformer layer folds in its position
+# in the network and each dropout site its own constant, so every mask is fixed by where and when
+# it is drawn: a resumed run draws exactly the masks the straight run drew (nothing to
+# checkpoint), each rank draws its own, and a forward pass recomputed during the backward pass
+# draws the same masks.
+_dropout_keys: list = []
+
+# One constant per dropout site (stable across versions: a saved run's masks depend on them).
+SITE_EMBEDDINGS, SITE_ATTENTION_PROBS, SITE_ATTENTION_OUTPUT, SITE_FFN_OUTPUT = 1, 2, 3, 4
+SITE_SOP, SITE_CLASSIFIER = 5, 6
+_LAYER_SCOPE = 1000  # layer application i folds in _LAYER_SCOPE + i
+
+
+@contextlib.contextmanager
+def dropout_key(key):
+    """Inside the block, training-mode dropout draws its masks from `key` (int [2], a stateless
+    seed as tf.random.stateless_uniform takes). Nested calls fold `key` into the outer key."""
+    _dropout_keys.append(key)
+    try:
+        yield
+    finally:
+        _dropout_keys.pop()
+
+
+@contextlib.contextmanager
+def _dropout_scope(index: int):
+    """Fold `index` (a layer application's position) into the active key, if there is one."""
+    if not _dropout_keys:
+        yield
+        return
+    with dropout_key(tf.random.experimental.stateless_fold_in(_dropout_keys[-1], index)):
+        yield
+
+
 class _Layer(keras.layers.Layer):
     """Base for our layers: no automatic input casting.
 
@@ -67,6 +107,30 @@ class _Layer(keras.layers.Layer):
         self._convert_input_args = False
 
 
+class StatelessDropout(_Layer):
+    """Inverted dropout whose mask is drawn from the active `dropout_key` folded with `site`.
+
+    Outside any `dropout_key` block (a user calling the model with training=True), each call draws
+    a fresh random key, which is ordinary dropout.
+    """
+
+    def __init__(self, rate: float, site: int, **kwargs):
+        super().__init__(**kwargs)
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+        self.rate, self.site = float(rate), site
+
+    def call(self, x, training=False):
+        if not training or self.rate == 0.0:
+            return x
+        if _dropout_keys:
+            seed = tf.random.experimental.stateless_fold_in(_dropout_keys[-1], self.site)
+        else:
+            seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)
+        keep = tf.random.stateless_uniform(tf.shape(x), seed=seed) >= self.rate
+        return x * tf.cast(keep, x.dtype) * tf.cast(1.0 / (1.0 - self.rate), x.dtype)
+
+
 class AlbertEmbeddings(_Layer):
     """Word + position + token-type embeddings in E dimensions, LayerNorm, dropout: [B, S, E]."""
 
@@ -74,7 +138,7 @@ class AlbertEmbeddings(_Layer):
         super().__init__(**kwargs)
         self.config = config
         self.layer_norm = _layer_norm(config, "LayerNorm")
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = StatelessDropout(config.hidden_dropout_prob, SITE_EMBEDDINGS)
 
     def build(self, input_shape=None):
         c = self.config
@@ -123,8 +187,11 @@ class AlbertLayer(_Layer):
         self.ffn_output = _dense(config, h, "ffn_output")
         self.ffn_norm = _layer_norm(config, "ffn_norm")
         self.activation = get_activation(config.hidden_act)
-        self.attention_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
-        self.hidden_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.attention_dropout = StatelessDropout(config.attention_probs_dropout_prob,
+                                                  SITE_ATTENTION_PROBS)
+        self.attention_output_dropout = StatelessDropout(config.hidden_dropout_prob,
+                                                         SITE_ATTENTION_OUTPUT)
+        self.ffn_dropout = StatelessDropout(config.hidden_dropout_prob, SITE_FFN_OUTPUT)
 
     def build(self, input_shape=None):
         c = self.config
@@ -154,11 +221,11 @@ class AlbertLayer(_Layer):
         context = tf.matmul(tf.cast(probs, v.dtype), v)  # [B, N, S, D]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
                              [batch, seq_len, self.config.hidden_size])
-        return self.hidden_dropout(self.attention_output(context), training=training)
+        return self.attention_output_dropout(self.attention_output(context), training=training)
 
     def _feed_forward(self, x, training):
         h = self.ffn_output(self.activation(self.ffn(x)))
-        return self.hidden_dropout(h, training=training)
+        return self.ffn_dropout(h, training=training)
 
     def call(self, x, bias, training=False):
         if self.config.pre_layer_norm:
@@ -168,17 +235,78 @@ class AlbertLayer(_Layer):
         return self.ffn_norm(tf.cast(x, self.compute_dtype) + self._feed_forward(x, training))
 
 
+# -- recomputation -------------------------------------------------------------------------------
+RECOMPUTE_MODES = ("none", "layers")
+
+
+def _recomputed_layer(layer: AlbertLayer, x, bias, training):
+    """layer(x, bias) for [B, S, H] x, keeping only its inputs for the backward pass: the layer's
+    activations are computed again from them when its gradient is needed.
+
+    The recomputation runs under the same dropout key as the forward pass, so it draws the same
+    masks. Its inputs are made to depend on the incoming gradient (`_after`): otherwise XLA sees
+    the same ops on the same operands twice, merges them (CSE) or schedules the recomputation
+    inside the forward pass, and the activations stay alive until the backward pass anyway.
+
+    The layer's weights are shared between applications (ALBERT): each application returns its
+    own gradient for them and the outer tape sums them.
+    """
+    if _dropout_keys:
+        key = _dropout_keys[-1]
+    else:
+        # Plain dropout outside a dropout_key block: fix this application's key so the
+        # recomputation draws the masks the forward pass drew.
+        key = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64)
+
+    @tf.custom_gradient
+    def run(x, bias, key):
+        with dropout_key(key):
+            y = layer(x, bias, training=training)
+
+        def grad(dy, variables=None):
+            variables = list(variables or [])
+            x_, key_ = _after(dy, x, key)
+            with tf.GradientTape() as tape:
+                tape.watch(x_)
+                tape.watch(variables)
+                with dropout_key(key_):
+                    y_ = layer(x_, bias, training=training)
+            grads = tape.gradient(y_, [x_, *variables], output_gradients=dy,
+                                  unconnected_gradients=tf.UnconnectedGradients.ZERO)
+            return (grads[0], None, None), grads[1:]
+
+        return y, grad
+
+    return run(x, bias, key)
+
+
+def _after(dy, *tensors):
+    """`tensors` with their values unchanged, computed from one element of `dy`.
+
+    A data dependency is the one ordering XLA keeps: it drops control dependencies, and its CPU
+    pipeline removes optimization barriers before scheduling. Comparing a float with itself is
+    false only for NaN, which XLA cannot fold away; a NaN gradient makes the update skip anyway.
+    """
+    first = tf.cast(tf.reshape(dy, [-1])[:1], tf.float32)
+    finite = tf.reduce_all(tf.equal(first, first))
+    return [t + tf.where(finite, tf.zeros([], t.dtype), tf.ones([], t.dtype)) for t in tensors]
+
+
 class AlbertEncoder(_Layer):
     """Projection E -> H, then num_hidden_layers applications of the shared layer groups.
 
     Layer i runs group i // (num_hidden_layers / num_hidden_groups); a group is `inner_group_num`
     distinct AlbertLayers run in order. With the defaults (1 group of 1 layer) all layers share one
     set of weights.
+
+    `recompute` ("none" or "layers", see set_recompute): with "layers", training-mode calls keep
+    only each layer application's input [B, S, H] for the backward pass and recompute the rest.
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
+        self.recompute = "none"
         self.embedding_projection = _dense(config, config.hidden_size, "embedding_projection")
         # One attribute per layer: tf.train.Checkpoint follows layer attributes but not Keras 3's
         # tracked lists, which would silently leave the transformer layers out of checkpoints.
@@ -215,11 +343,23 @@ class AlbertEncoder(_Layer):
         layers_per_group = c.num_hidden_layers // c.num_hidden_groups
         groups = self.groups
         for i in range(c.num_hidden_layers):
-            for layer in groups[i // layers_per_group]:
-                x = layer(x, bias, training=training)
+            for j, layer in enumerate(groups[i // layers_per_group]):
+                with _dropout_scope(_LAYER_SCOPE + i * c.inner_group_num + j):
+                    if training and self.recompute == "layers":
+                        x = _recomputed_layer(layer, x, bias, training)
+                    else:
+                        x = layer(x, bias, training=training)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x
+
+
+def set_recompute(model, mode: str) -> None:
+    """Recompute each transformer layer's activations in the backward pass ("layers") or keep
+    them ("none"), for any of the public models. Set before the training step is traced."""
+    if mode not in RECOMPUTE_MODES:
+        raise ValueError(f"--recompute must be one of {RECOMPUTE_MODES}, got {mode!r}")
+    model.albert.encoder.recompute = mode
 
 
 class AlbertBackbone(_Layer):
@@ -350,7 +490,7 @@ class AlbertForPreTraining(_AlbertPretrainedMixin, keras.Model):
         self.config = config
         self.albert = AlbertBackbone(config, name="albert")
         self.predictions = AlbertMLMHead(config, self.albert.embeddings, name="predictions")
-        self.sop_dropout = keras.layers.Dropout(config.classifier_dropout_prob)
+        self.sop_dropout = StatelessDropout(config.classifier_dropout_prob, SITE_SOP)
         self.sop_classifier = _dense(config, 2, "sop_classifier")
 
     def call(self, inputs, training=False):
@@ -370,8 +510,10 @@ class AlbertForPreTraining(_AlbertPretrainedMixin, keras.Model):
 class AlbertForQuestionAnswering(_AlbertPretrainedMixin, keras.Model):
     """Backbone + span head: start/end logits [B, S] float32.
 
-    SQuAD v2 needs no extra weights: as in BERT/ALBERT, the "no answer" score is
+    SQuAD v2 needs no extra weights: as in BERT's SQuAD v2 recipe, the "no answer" score is
     start_logits[:, 0] + end_logits[:, 0] (the [CLS] position), compared against the best span.
+    ALBERT's own v2 recipe differs (a start/end beam search and an answer-class head, as XLNet):
+    see the README's "What differs from ALBERT" table.
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
@@ -385,3 +527,41 @@ class AlbertForQuestionAnswering(_AlbertPretrainedMixin, keras.Model):
         seq, _ = self.albert(input_ids, token_type_ids, attention_mask, training=training)
         logits = tf.cast(self.qa_outputs(seq), tf.float32)  # [B, S, 2]
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+
+
+class AlbertForSequenceClassification(_AlbertPretrainedMixin, keras.Model):
+    """Backbone + pooler + dropout + dense, as transformers' AlbertForSequenceClassification.
+
+    Returns {"logits": [B, num_labels] float32}; num_labels=1 is a single regression output.
+    label_names (optional, one per class) travel with Hugging Face exports as id2label.
+    """
+
+    def __init__(self, config: AlbertConfig, num_labels: int = 2,
+                 label_names: list[str] | None = None, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+        if label_names is not None and len(label_names) != num_labels:
+            raise ValueError(f"{len(label_names)} label names for {num_labels} labels")
+        self.config = config
+        self.num_labels = num_labels
+        # A tuple: Keras would wrap a list in a tracked container.
+        self.label_names = tuple(label_names) if label_names is not None else None
+        self.albert = AlbertBackbone(config, name="albert")
+        self.classifier_dropout = StatelessDropout(config.classifier_dropout_prob, SITE_CLASSIFIER)
+        self.classifier = _dense(config, num_labels, "classifier")
+
+    @classmethod
+    def from_pretrained(cls, path, config: AlbertConfig | None = None,
+                        num_labels: int | None = None, label_names: list[str] | None = None):
+        """num_labels defaults to the checkpoint's classifier (or its id2label), else 2."""
+        from albert.convert import load_pretrained
+
+        return load_pretrained(cls, path, config=config, num_labels=num_labels,
+                               label_names=label_names)
+
+    def call(self, inputs, training=False):
+        input_ids, token_type_ids, attention_mask = _unpack_inputs(inputs)
+        _, pooled = self.albert(input_ids, token_type_ids, attention_mask, training=training)
+        logits = self.classifier(self.classifier_dropout(pooled, training=training))
+        return {"logits": tf.cast(logits, tf.float32)}

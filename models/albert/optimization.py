@@ -92,17 +92,32 @@ def make_optimizer(name: str, variables, weight_decay: float = 0.01, **kwargs) -
 
 
 def learning_rate_at(step, peak: float, warmup_steps: int, total_steps: int,
-                     end_learning_rate: float = 0.0, power: float = 1.0):
-    """Linear warmup from 0 to `peak` over warmup_steps, then (1 - progress)^power decay to end.
+                     end_learning_rate: float = 0.0, power: float = 1.0,
+                     decay: str = "from_warmup"):
+    """The learning rate of the update made at `step` (applied updates so far, from 0).
 
-    `step` counts applied updates, starting at 0 (the first update uses step 0's rate...
-    which is peak / warmup_steps: warmup counts updates 1..warmup_steps).
+    Warmup: linear from peak / warmup_steps at step 0 to peak at step warmup_steps - 1 (counting
+    updates 1..W, so the first update is not wasted at rate 0 as in transformers' and Google's
+    schedules).
+    Decay, (1 - progress)^power from peak to end_learning_rate:
+      from_warmup (transformers' get_polynomial_decay_schedule_with_warmup):
+          progress = (step - W) / (total_steps - W)
+      from_zero (Google BERT/ALBERT's polynomial_decay, warmup overriding the first W steps):
+          progress = step / total_steps
+    Either way the last update (step = total_steps - 1) still moves the weights (for power 1:
+    peak / (total_steps - W), or peak / total_steps), as in both references; only updates past
+    total_steps get end_learning_rate.
     """
-    step = tf.cast(step, tf.float32) + 1.0
+    if decay not in ("from_warmup", "from_zero"):
+        raise ValueError(f"--lr_decay must be from_warmup or from_zero, got {decay!r}")
+    step = tf.cast(step, tf.float32)
     warmup = tf.cast(max(warmup_steps, 0), tf.float32)
-    decay_steps = tf.cast(max(total_steps - warmup_steps, 1), tf.float32)
-    progress = tf.clip_by_value((step - warmup) / decay_steps, 0.0, 1.0)
+    if decay == "from_warmup":
+        progress = (step - warmup) / tf.cast(max(total_steps - warmup_steps, 1), tf.float32)
+    else:
+        progress = step / tf.cast(max(total_steps, 1), tf.float32)
+    progress = tf.clip_by_value(progress, 0.0, 1.0)
     decayed = (peak - end_learning_rate) * tf.pow(1.0 - progress, power) + end_learning_rate
     if warmup_steps > 0:
-        return tf.where(step <= warmup, peak * step / warmup, decayed)
+        return tf.where(step < warmup, peak * (step + 1.0) / warmup, decayed)
     return decayed

@@ -5,9 +5,10 @@
         --total_steps 125000 --warmup_steps 3125 --learning_rate 0.00176 --precision bf16
     horovodrun -np 8 python -m albert.run_pretraining ...       # same flags, 8 processes
 
-Resumes from the latest checkpoint in --checkpoint_dir when there is one (a restarted spot job
-continues where it stopped). At the end the model is exported in Hugging Face format to
-<checkpoint_dir>/final (with the vocabulary), ready for run_squad --load_from huggingface.
+Resumes from the latest checkpoint in --checkpoint_dir when the run there was started the same way
+(a restarted spot job continues where it stopped, reading on from each rank's saved input
+position); a different start is refused. At the end the model is exported in Hugging Face format to
+<checkpoint_dir>/final (with the vocabulary), ready for run_squad --load_from pretrained.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import os
 import sys
 
 from albert.flags import (
-    FlagError,
     add_model_flags,
     add_training_flags,
+    batch_plan_from_flags,
+    check_training_flags,
     model_from_flags,
-    resolve_batch_size,
+    started_from,
     user_errors,
     xla_plan_from_flags,
 )
@@ -40,6 +42,10 @@ def parse_args(argv=None):
     g.add_argument("--max_seq_length", type=int, default=512)
     g.add_argument("--max_predictions_per_seq", type=int, default=20)
     g.add_argument("--shuffle_buffer", type=int, default=10_000, help="0: no shuffling")
+    g.add_argument("--skip_corrupt_records", action="store_true",
+                   help="read each damaged TFRecord file up to its first bad record (counted in "
+                        "a warning at start) instead of stopping; `python -m albert.check_records` "
+                        "lists damaged files")
     g.add_argument("--validation_frequency", type=int, default=0,
                    help="validate every N steps (and at the end) when --val_dir is set")
     g = p.add_argument_group("SQuAD during pretraining (as aws-samples' --squad_frequency)")
@@ -65,37 +71,73 @@ def parse_args(argv=None):
     return args
 
 
+def plan_only(args) -> int:
+    """--plan_only: the batch plan for --plan_ranks ranks, printed; nothing else runs."""
+    from albert.distributed import launched_by_horovod
+
+    ranks = args.plan_ranks or int(os.environ.get("HOROVOD_SIZE", 1) if launched_by_horovod()
+                                   else 1)
+    plan = batch_plan_from_flags(args, ranks)
+    print(plan.describe(args.max_seq_length, args.total_steps), flush=True)
+    return 0
+
+
 def run(args) -> int:
+    check_training_flags(args)
+    if args.plan_only:
+        return plan_only(args)
+
     import keras
     import tensorflow as tf
 
     from albert import distributed
-    from albert.data.reader import check_record_shapes, pretraining_dataset, resolve_files
+    from albert.checkpoints import (
+        CheckpointHandler,
+        mark_finished,
+        read_run_record,
+        start_state,
+    )
+    from albert.data.reader import (
+        DataError,
+        check_all_record_shapes,
+        check_ranks_have_records,
+        count_nonempty_files,
+        data_loss_message,
+        pretraining_dataset,
+        resolve_files,
+        shard_files,
+    )
+    from albert.loop import fit
     from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
     from albert.modeling import AlbertForPreTraining
     from albert.optimization import learning_rate_at, make_optimizer
-    from albert.training import (
-        CheckpointHandler,
-        MetricsLogger,
-        Trainer,
-        fit,
-        set_precision,
-        start_state,
-    )
+    from albert.precision import set_precision
+    from albert.run_logging import MetricsLogger
+    from albert.trainer import Trainer
 
     dist = distributed.init()
     set_precision(args.precision)
-    # Per-rank seeds give each rank its own dropout masks; rank 0's initial weights are
-    # broadcast to all ranks below, so initialisation still agrees.
-    keras.utils.set_random_seed(args.seed + dist.rank)
-    batch_size = resolve_batch_size(args, dist.size)
-    if args.total_steps < 1:
-        raise FlagError(f"--total_steps must be >= 1, got {args.total_steps}")
-    if args.warmup_steps > args.total_steps:
-        raise FlagError(f"--warmup_steps ({args.warmup_steps}) exceeds --total_steps "
-                        f"({args.total_steps})")
+    # Rank 0's initial weights are broadcast to every rank; dropout masks are keyed by rank.
+    keras.utils.set_random_seed(args.seed)
+    plan = batch_plan_from_flags(args, dist.size)
+    batch_size, accum = plan.micro_batch, plan.accumulation
+    # Checked on every rank before anything is built, so a bad file is one error, not a crash
+    # at the first validation or a rank that hangs the others with nothing to read.
     train_files = resolve_files(args.train_dir, args.filesystem_prefix)
-    check_record_shapes(train_files[0], args.max_seq_length, args.max_predictions_per_seq)
+    check_all_record_shapes(train_files, args.max_seq_length, args.max_predictions_per_seq)
+    my_files = shard_files(train_files, dist.rank, dist.size,
+                           what=f"files matching {args.train_dir!r}")
+    check_ranks_have_records(dist.allgather_object(count_nonempty_files(my_files)), train_files,
+                             dist.size)
+    if args.val_dir:
+        val_files = resolve_files(args.val_dir, args.filesystem_prefix)
+        empty = check_all_record_shapes(val_files, args.max_seq_length,
+                                        args.max_predictions_per_seq)
+        if len(empty) == len(val_files):
+            raise DataError(f"--val_dir {args.val_dir!r}: all {len(val_files)} file(s) are "
+                            "empty, so validation would report nothing (write a validation "
+                            "set with create_pretraining_data --validation_fraction, or drop "
+                            "--val_dir)")
 
     model = model_from_flags(AlbertForPreTraining, args, args.max_seq_length)
     config = model.config
@@ -103,28 +145,69 @@ def run(args) -> int:
 
     def schedule(step):
         return learning_rate_at(step, args.learning_rate, args.warmup_steps, args.total_steps,
-                                args.end_learning_rate, args.decay_power)
+                                args.end_learning_rate, args.decay_power, args.lr_decay)
 
-    xla = xla_plan_from_flags(args, dist)
+    previous = None
+    if dist.is_chief and not args.overwrite_checkpoint_dir:
+        previous = read_run_record(args.checkpoint_dir)
+    recorded_xla = (previous or {}).get("xla")
+    xla = xla_plan_from_flags(args, dist, recorded=recorded_xla)
+    if recorded_xla and (xla.gradient, xla.update) != (recorded_xla["gradient"],
+                                                         recorded_xla["update"]):
+        logger.warning("this command changes the run's XLA plan: it started with gradient %s, "
+                       "update %s; now %s", recorded_xla["gradient"], recorded_xla["update"],
+                       xla.describe())
     trainer = Trainer(
         model, pretraining_loss, optimizer, schedule, dist,
-        metric_names=PRETRAINING_METRICS, accum_steps=args.gradient_accumulation_steps,
-        precision=args.precision, xla=xla.update, xla_gradient=xla.gradient, eager=args.eager,
-        max_grad_norm=args.max_grad_norm, fp16_allreduce=args.fp16_allreduce,
+        metric_names=PRETRAINING_METRICS, accum_steps=accum, precision=args.precision,
+        xla=xla.update, xla_gradient=xla.gradient, eager=args.eager,
+        max_grad_norm=args.max_grad_norm, fp16_allreduce=args.fp16_allreduce, seed=args.seed,
     )
     checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
                                     keep=args.keep_checkpoints, config=config)
-    start_state(trainer, checkpoints, load_from=args.load_from,
-                checkpoint_path=args.checkpoint_path,
-                load_optimizer_state=args.load_optimizer_state)
+    how = start_state(trainer, checkpoints, load_from=args.load_from,
+                      checkpoint_path=args.checkpoint_path,
+                      load_optimizer_state=args.load_optimizer_state,
+                      overwrite=args.overwrite_checkpoint_dir,
+                      record={"started_from": started_from(args), "xla": xla._asdict(),
+                              "batch_plan": plan.as_dict(), "total_steps": args.total_steps,
+                              "finished": False})
+    step = int(trainer.step)
+    if dist.is_chief:
+        params = sum(int(tf.size(v)) for v in model.weights)
+        logger.info("ALBERT %s: %.2fM parameters, precision %s, %s",
+                    args.model_config or args.model_size, params / 1e6, args.precision,
+                    xla.describe())
+        logger.info("%s", plan.describe(args.max_seq_length, args.total_steps))
+    if how == "resumed" and step >= args.total_steps:
+        export = _export_final(model, args, dist)
+        if dist.is_chief:
+            print(f"this run already finished: {step} of --total_steps {args.total_steps} "
+                  f"updates in {args.checkpoint_dir}; nothing to train (Hugging Face export in "
+                  f"{export}). Raise --total_steps to train on, or use a new --checkpoint_dir "
+                  "or --overwrite_checkpoint_dir to train again.", flush=True)
+        return 0
 
-    records_done = int(trainer.iterations) * args.gradient_accumulation_steps * batch_size
-    dataset = pretraining_dataset(
-        args.train_dir, batch_size, args.max_seq_length, args.max_predictions_per_seq,
-        filesystem_prefix=args.filesystem_prefix, rank=dist.rank, size=dist.size,
-        training=True, seed=args.seed, shuffle_buffer=args.shuffle_buffer,
-        skip_records=records_done,
-    ).batch(args.gradient_accumulation_steps, drop_remainder=True)
+    def training_data(skip_records=0):
+        return pretraining_dataset(
+            args.train_dir, batch_size, args.max_seq_length, args.max_predictions_per_seq,
+            filesystem_prefix=args.filesystem_prefix, rank=dist.rank, size=dist.size,
+            training=True, seed=args.seed, shuffle_buffer=args.shuffle_buffer,
+            skip_records=skip_records, skip_corrupt=args.skip_corrupt_records,
+        ).batch(accum, drop_remainder=True)
+
+    batches = iter(training_data())
+    checkpoints.track_data(batches, layout=plan)
+    if how == "resumed" and int(trainer.iterations) > 0:
+        if checkpoints.restore_data(step):
+            logger.info("rank %d: input position of step %d restored", dist.rank, step)
+        else:
+            consumed = int(trainer.iterations) * accum * batch_size
+            logger.warning("rank %d: no saved input position for step %d (another batch plan, "
+                           "or an older run); replaying the input stream past %d records",
+                           dist.rank, step, consumed)
+            batches = iter(training_data(consumed))
+            checkpoints.track_data(batches, layout=plan)
 
     evaluations = []
     if args.val_dir:
@@ -140,21 +223,15 @@ def run(args) -> int:
                             lambda: squad_during_pretraining(model, args, dist)))
 
     metrics = MetricsLogger(args.log_dir, dist)
-    if dist.is_chief:
-        params = sum(int(tf.size(v)) for v in model.weights)
-        logger.info("ALBERT %s: %.2fM parameters, %d rank(s) x %d sequences x %d accumulation, "
-                    "precision %s, XLA gradient %s, update %s (%s)",
-                    args.model_config or args.model_size, params / 1e6, dist.size, batch_size,
-                    args.gradient_accumulation_steps, args.precision,
-                    "on" if xla.gradient else "off", "on" if xla.update else "off", xla.reason)
     try:
         status = fit(
-            trainer, iter(dataset), total_steps=args.total_steps, checkpoints=checkpoints,
+            trainer, batches, total_steps=args.total_steps, checkpoints=checkpoints,
             metrics=metrics, metrics_fn=pretraining_metrics,
-            sequences_per_update=batch_size * args.gradient_accumulation_steps * dist.size,
+            sequences_per_update=plan.global_batch,
             log_frequency=args.log_frequency, checkpoint_frequency=args.checkpoint_frequency,
-            evaluations=evaluations,
-            progress=not args.no_progress,
+            evaluations=evaluations, progress=not args.no_progress,
+            explain_data_error=lambda e: DataError(data_loss_message(
+                e, my_files, args.train_dir, args.filesystem_prefix)),
         )
     finally:
         metrics.close()
@@ -163,13 +240,20 @@ def run(args) -> int:
             print(f"stopped at step {int(trainer.step)}; checkpoint in {args.checkpoint_dir}; "
                   "run the same command to resume", flush=True)
         return 0
+    export = _export_final(model, args, dist)
+    mark_finished(args.checkpoint_dir, int(trainer.step), dist)
     if dist.is_chief:
-        export = os.path.join(args.checkpoint_dir, "final")
-        model.save_pretrained(export, spm_model=args.spm_model)
         print(f"done: {int(trainer.step)} steps; Hugging Face export in {export}; "
               f"TensorBoard: tensorboard --logdir {args.log_dir}", flush=True)
     dist.barrier()
     return 0
+
+
+def _export_final(model, args, dist) -> str:
+    export = os.path.join(args.checkpoint_dir, "final")
+    if dist.is_chief:
+        model.save_pretrained(export, spm_model=args.spm_model)
+    return export
 
 
 def squad_during_pretraining(model, args, dist) -> dict:
@@ -212,6 +296,7 @@ def squad_during_pretraining(model, args, dist) -> dict:
 
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = parse_args(argv)
     with user_errors():

@@ -1,7 +1,7 @@
 """Fine-tune ALBERT on SQuAD v1.1 / v2.0 and score it with the official rules.
 
     python -m albert.run_squad --train_file train-v2.0.json --predict_file dev-v2.0.json \\
-        --load_from huggingface --checkpoint_path runs/pretraining/checkpoints/final \\
+        --load_from pretrained --checkpoint_path runs/pretraining/checkpoints/final \\
         --per_gpu_batch_size 24 --learning_rate 3e-5 --num_train_epochs 2
     horovodrun -np 8 python -m albert.run_squad ...    # same flags
 
@@ -9,6 +9,11 @@ Training features are sharded by rank; prediction is split across ranks and gath
 which writes predictions.json, nbest_predictions.json and (v2) null_odds.json to --output_dir and
 logs exact/F1 (with HasAns/NoAns and the best no-answer threshold for v2) to stdout, the JSON-lines
 log and TensorBoard. Features are cached under --cache_dir, keyed by file, vocabulary and settings.
+
+Without --train_file the run only predicts, with every weight (the QA head included) from
+--checkpoint_path (--load_from checkpoint: a run_squad checkpoint directory or prefix; --load_from
+pretrained: an exported QA model); a checkpoint without a QA head, or --load_from scratch, is
+refused rather than scored.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 
@@ -24,8 +28,10 @@ from albert.flags import (
     FlagError,
     add_model_flags,
     add_training_flags,
+    batch_plan_from_flags,
+    check_training_flags,
     model_from_flags,
-    resolve_batch_size,
+    tokenizer_path,
     user_errors,
     xla_plan_from_flags,
 )
@@ -54,6 +60,9 @@ def parse_args(argv=None):
     g.add_argument("--eval_batch_size", type=int, default=64)
     g.add_argument("--output_dir", default=os.path.join("runs", "squad"))
     g.add_argument("--cache_dir", default=os.path.join("runs", "squad_cache"))
+    g.add_argument("--export_dir", default=None,
+                   help="also write the fine-tuned model as a SavedModel here (the layout of "
+                        "python -m albert.export; serve it or ask it with python -m albert.answer)")
     add_model_flags(p)
     add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad")
     p.set_defaults(warmup_steps=None, log_frequency=50)
@@ -63,25 +72,20 @@ def parse_args(argv=None):
     return args
 
 
-def _tokenizer_path(args) -> str:
-    if args.spm_model:
-        return args.spm_model
-    if args.load_from == "huggingface" and args.checkpoint_path:
-        candidate = os.path.join(args.checkpoint_path, "spiece.model")
-        if os.path.exists(candidate):
-            return candidate
-    raise FlagError("no vocabulary: pass --spm_model (or a --checkpoint_path Hugging Face "
-                    "directory that holds spiece.model)")
-
-
 def _features(path, tokenizer, spm_model, settings, training, args, dist):
-    """Cached features for `path`: (examples, parsed json, cache prefix, meta or None)."""
+    """Cached features for `path`: (examples, parsed json, cache prefix).
+
+    Training features are shuffled (seeded by --seed) before they are cached, so the trainer's
+    shuffle buffer does not read them in article order (the reference shuffles its examples)."""
+    import random
+
     from albert.data import squad
 
     examples, data, stats = squad.read_squad(path)
     os.makedirs(args.cache_dir, exist_ok=True)
     key = squad.cache_key(path, settings, spm_model, training)
-    prefix = os.path.join(args.cache_dir, f"{os.path.basename(path)}.{key}")
+    name = f"{os.path.basename(path)}.{key}" + (f".seed{args.seed}" if training else "")
+    prefix = os.path.join(args.cache_dir, name)
     if dist.is_chief:
         logger.info("%s: %d questions (%d unanswerable), %d answers re-aligned, %d answers not "
                     "in their context", path, stats.questions, stats.impossible,
@@ -94,138 +98,129 @@ def _features(path, tokenizer, spm_model, settings, training, args, dist):
                 rate = squad.answer_recovery_rate(examples, features)
                 logger.info("%d features; %.2f%% of answers recoverable from their token span",
                             len(features), 100 * rate)
+                random.Random(args.seed).shuffle(features)
             squad.write_feature_cache(features, prefix)
     dist.barrier()
     return examples, data, prefix
 
 
 def run(args) -> int:
+    """Train (with --train_file), then predict and score (with --predict_file): three steps that
+    each return to here."""
+    check_training_flags(args)
     import keras
 
     from albert import distributed
     from albert.data import squad
     from albert.modeling import AlbertForQuestionAnswering
-    from albert.squad_metrics import detect_version, evaluate
+    from albert.precision import set_precision
+    from albert.run_logging import MetricsLogger
     from albert.tokenization import load_tokenizer
-    from albert.training import MetricsLogger, set_precision
 
-    dist = distributed.init()
-    set_precision(args.precision)
-    keras.utils.set_random_seed(args.seed + dist.rank)
+    if args.plan_only:
+        plan = batch_plan_from_flags(args, args.plan_ranks or 1)
+        print(plan.describe(args.max_seq_length), flush=True)
+        return 0
     for name in ("train_file", "predict_file"):
         path = getattr(args, name)
         if path and not os.path.isfile(path):
             raise FileNotFoundError(f"--{name} {path} does not exist")
-    spm_model = _tokenizer_path(args)
+    if not args.train_file and args.load_from == "scratch":
+        raise FlagError("prediction without --train_file needs a fine-tuned model: give "
+                        "--load_from checkpoint --checkpoint_path <a run_squad checkpoint "
+                        "directory> (or --load_from pretrained <a QA model directory>); "
+                        "--load_from scratch would score random weights")
+    dist = distributed.init()
+    set_precision(args.precision)
+    keras.utils.set_random_seed(args.seed)
+    spm_model = tokenizer_path(args)
     tokenizer = load_tokenizer(spm_model)
     settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
 
-    model = model_from_flags(AlbertForQuestionAnswering, args, args.max_seq_length)
+    if args.train_file:
+        model = model_from_flags(AlbertForQuestionAnswering, args, args.max_seq_length)
+    else:
+        model = _fine_tuned_model(AlbertForQuestionAnswering, args)
     config = model.config
     if config.vocab_size != len(tokenizer):
         raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
                         f"model's vocab_size is {config.vocab_size}")
     metrics = MetricsLogger(args.log_dir, dist)
-    xla = xla_plan_from_flags(args, dist)
-    if dist.is_chief:
-        logger.info("XLA gradient %s, update %s (%s)", "on" if xla.gradient else "off",
-                    "on" if xla.update else "off", xla.reason)
-    step = 0
     try:
+        step = 0
+        xla = None
         if args.train_file:
-            step = _train(args, model, config, tokenizer, spm_model, settings, dist, metrics,
-                          xla)
+            status, step, xla = train(args, model, tokenizer, spm_model, settings, dist, metrics)
+            if status == "stopped":
+                if dist.is_chief:
+                    print(f"stopped at step {step}; run the same command to resume", flush=True)
+                return 0
         if args.predict_file:
+            if xla is None:
+                xla = xla_plan_from_flags(args, dist)
             examples, data, prefix = _features(args.predict_file, tokenizer, spm_model,
                                                settings, False, args, dist)
-            version = {"squadv1": "v1.1", "squadv2": "v2.0"}.get(args.squad_version) \
-                or detect_version(data)
-            results = _predict(model, prefix, args, dist, xla.gradient)
+            results = predict(model, prefix, args, dist, xla.gradient)
             if dist.is_chief:
-                meta = squad.read_feature_meta(prefix)
-                predictions, nbest, null_odds = squad.postprocess(
-                    examples, meta, results, n_best=args.n_best_size,
-                    max_answer_length=args.max_answer_length, version_2=version == "v2.0",
-                    null_score_diff_threshold=args.null_score_diff_threshold)
-                os.makedirs(args.output_dir, exist_ok=True)
-                files = {"predictions.json": predictions, "nbest_predictions.json": nbest}
-                if version == "v2.0":
-                    files["null_odds.json"] = null_odds
-                for name, obj in files.items():
-                    with open(os.path.join(args.output_dir, name), "w", encoding="utf-8") as f:
-                        json.dump(obj, f, indent=1 if name != "nbest_predictions.json" else None)
-                scores = evaluate(data, predictions,
-                                  null_odds if version == "v2.0" else None, version)
-                metrics.log("eval", step, {k: float(v) for k, v in scores.items()})
-                with open(os.path.join(args.output_dir, "eval_results.json"), "w") as f:
-                    json.dump({"version": version, **scores}, f, indent=2)
-                print(f"SQuAD {version} on {args.predict_file}: exact "
-                      f"{scores.get('exact', scores.get('exact_match')):.2f} F1 "
-                      f"{scores['f1']:.2f}; predictions in {args.output_dir}", flush=True)
+                score(args, examples, data, prefix, results, metrics, step)
+        if args.export_dir and dist.is_chief:
+            from albert.export import export_saved_model
+
+            path = export_saved_model(model, args.export_dir, "qa", spm_model=spm_model)
+            print(f"SavedModel: {path}", flush=True)
     finally:
         metrics.close()
     dist.barrier()
     return 0
 
 
-def _train(args, model, config, tokenizer, spm_model, settings, dist, metrics, xla) -> int:
+def _fine_tuned_model(cls, args):
+    """The model prediction-only scores: every weight, the QA head included, from
+    --checkpoint_path (default: the latest checkpoint in --checkpoint_dir). A checkpoint without
+    a QA head is an error, never a randomly initialised head."""
+    from albert.convert import load_model
+
+    if args.load_from in ("pretrained", "huggingface") and not args.checkpoint_path:
+        raise FlagError(f"--load_from {args.load_from} needs --checkpoint_path (a local model "
+                        "directory)")
+    path = args.checkpoint_path or args.checkpoint_dir
+    if not args.checkpoint_path and not os.path.isdir(path):
+        raise FlagError(f"--load_from checkpoint without --checkpoint_path predicts with the "
+                        f"latest checkpoint in --checkpoint_dir {path}, which does not exist")
+    model = load_model(cls, path)
+    logger.info("predicting with the fine-tuned weights of %s", path)
+    if args.max_seq_length > model.config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({model.config.max_position_embeddings})")
+    return model
+
+
+def train(args, model, tokenizer, spm_model, settings, dist, metrics):
+    """Fine-tune `model` on --train_file (albert.finetune: resume, checkpoints, the loop).
+    Returns (status "done"|"stopped"|"finished", step, the XLA plan used)."""
     import tensorflow as tf
 
     from albert.data import squad
+    from albert.finetune import fine_tune
     from albert.losses import SQUAD_METRICS, squad_loss, squad_metrics
-    from albert.optimization import learning_rate_at, make_optimizer
-    from albert.training import CheckpointHandler, Trainer, fit, start_state
 
     _, _, prefix = _features(args.train_file, tokenizer, spm_model, settings, True, args, dist)
     records, parse = squad.feature_dataset(prefix, args.max_seq_length)
-    n_features = sum(1 for _ in records)
-    batch_size = resolve_batch_size(args, dist.size)
-    global_batch = batch_size * dist.size * args.gradient_accumulation_steps
-    if n_features < dist.size * batch_size:
-        raise FlagError(f"{args.train_file} gives {n_features} features: too few for "
-                        f"{dist.size} rank(s) x --per_gpu_batch_size {batch_size}")
-    total_steps = args.total_steps or max(1, math.ceil(args.num_train_epochs * n_features
-                                                       / global_batch))
-    warmup = args.warmup_steps if args.warmup_steps is not None \
-        else int(args.warmup_proportion * total_steps)
-    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
-    schedule = lambda step: learning_rate_at(step, args.learning_rate, warmup, total_steps,
-                                             args.end_learning_rate, args.decay_power)
-    trainer = Trainer(model, squad_loss, optimizer, schedule, dist, metric_names=SQUAD_METRICS,
-                      accum_steps=args.gradient_accumulation_steps, precision=args.precision,
-                      xla=xla.update, xla_gradient=xla.gradient, eager=args.eager,
-                      max_grad_norm=args.max_grad_norm,
-                      fp16_allreduce=args.fp16_allreduce)
-    checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
-                                    keep=args.keep_checkpoints, config=config)
-    # A pretraining checkpoint holds the same backbone (model/albert/...); the QA head keeps its
-    # fresh initialisation.
-    start_state(trainer, checkpoints, load_from=args.load_from,
-                checkpoint_path=args.checkpoint_path)
-    skip = int(trainer.iterations) * args.gradient_accumulation_steps * batch_size
-    data = (records.shard(dist.size, dist.rank)
-            .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat()
-            .skip(skip).batch(batch_size, drop_remainder=True)
-            .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-            .batch(args.gradient_accumulation_steps, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE))
-    if dist.is_chief:
-        logger.info("fine-tuning: %d features, %d steps of %d sequences (%d rank(s)), warmup %d",
-                    n_features, total_steps, global_batch, dist.size, warmup)
-    status = fit(trainer, iter(data), total_steps=total_steps, checkpoints=checkpoints,
-                 metrics=metrics, metrics_fn=squad_metrics, sequences_per_update=global_batch,
-                 log_frequency=args.log_frequency, checkpoint_frequency=args.checkpoint_frequency,
-                 progress=not args.no_progress)
-    if status == "stopped":
-        if dist.is_chief:
-            print(f"stopped at step {int(trainer.step)}; run the same command to resume")
-        sys.exit(0)
-    if dist.is_chief:
-        model.save_pretrained(os.path.join(args.checkpoint_dir, "final"), spm_model=spm_model)
-    return int(trainer.step)
+
+    def make_data(plan, skip):
+        return (records.shard(dist.size, dist.rank)
+                .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat()
+                .skip(skip).batch(plan.micro_batch, drop_remainder=True)
+                .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+                .batch(plan.accumulation, drop_remainder=True)
+                .prefetch(tf.data.AUTOTUNE))
+
+    return fine_tune(args, model, loss_fn=squad_loss, metric_names=SQUAD_METRICS,
+                     metrics_fn=squad_metrics, examples=sum(1 for _ in records),
+                     make_data=make_data, spm_model=spm_model, dist=dist, metrics=metrics)
 
 
-def _predict(model, prefix, args, dist, xla: bool) -> dict:
+def predict(model, prefix, args, dist, xla: bool) -> dict:
     """This rank's share of the features -> {feature_index: (start, end)}, gathered on rank 0."""
     import tensorflow as tf
 
@@ -254,8 +249,39 @@ def _predict(model, prefix, args, dist, xla: bool) -> dict:
     return results
 
 
+def score(args, examples, data, prefix, results, metrics, step) -> dict:
+    """Post-process logits into answers, write the prediction files, score them with the
+    official rules, log and return the scores (rank 0)."""
+    from albert.data import squad
+    from albert.squad_metrics import detect_version, evaluate
+
+    version = {"squadv1": "v1.1", "squadv2": "v2.0"}.get(args.squad_version) \
+        or detect_version(data)
+    meta = squad.read_feature_meta(prefix)
+    predictions, nbest, null_odds = squad.postprocess(
+        examples, meta, results, n_best=args.n_best_size,
+        max_answer_length=args.max_answer_length, version_2=version == "v2.0",
+        null_score_diff_threshold=args.null_score_diff_threshold)
+    os.makedirs(args.output_dir, exist_ok=True)
+    files = {"predictions.json": predictions, "nbest_predictions.json": nbest}
+    if version == "v2.0":
+        files["null_odds.json"] = null_odds
+    for name, obj in files.items():
+        with open(os.path.join(args.output_dir, name), "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1 if name != "nbest_predictions.json" else None)
+    scores = evaluate(data, predictions, null_odds if version == "v2.0" else None, version)
+    metrics.log("eval", step, {k: float(v) for k, v in scores.items()})
+    with open(os.path.join(args.output_dir, "eval_results.json"), "w") as f:
+        json.dump({"version": version, **scores}, f, indent=2)
+    print(f"SQuAD {version} on {args.predict_file}: exact "
+          f"{scores.get('exact', scores.get('exact_match')):.2f} F1 "
+          f"{scores['f1']:.2f}; predictions in {args.output_dir}", flush=True)
+    return scores
+
+
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = parse_args(argv)
     with user_errors():

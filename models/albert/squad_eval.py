@@ -3,6 +3,10 @@
     python -m albert.squad_eval dev-v2.0.json predictions.json --na-prob-file null_odds.json
 
 The version is read from the data file (its "version" field), so v1.1 data is scored as v1.1.
+Questions without a prediction are handled as the official scripts do (v1.1: scored 0; v2.0: left
+out of the scores), with one warning on stderr that counts them. Inputs the official scripts
+crash on (an answer that is not a string, a no-answer value that is not a number, a no-answer
+file without some predicted question) are one `error: ...` line and exit status 2.
 """
 
 from __future__ import annotations
@@ -11,7 +15,13 @@ import argparse
 import json
 import sys
 
-from albert.squad_metrics import evaluate
+from albert.squad_metrics import (
+    check_na_probs,
+    check_predictions,
+    detect_version,
+    evaluate,
+    question_ids,
+)
 
 
 def _load_json(path: str, what: str):
@@ -35,16 +45,40 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         data = _load_json(args.data_file, "data file")
-        if not isinstance(data, dict) or "data" not in data:
+        if not isinstance(data, dict) or not isinstance(data.get("data"), list):
             raise ValueError(f"{args.data_file} is not a SQuAD file (no top-level 'data' list)")
         preds = _load_json(args.pred_file, "predictions file")
-        if not isinstance(preds, dict):
-            raise ValueError(f"{args.pred_file} must map question ids to answer strings")
-        na_probs = _load_json(args.na_prob_file, "no-answer file") if args.na_prob_file else None
-        result = evaluate(data, preds, na_probs, args.version)
-    except (ValueError, FileNotFoundError, KeyError) as e:
+        check_predictions(preds, f"predictions file {args.pred_file}")
+        version = args.version or detect_version(data)
+        try:
+            qids = question_ids(data)
+            missing = [q for q in qids if q not in preds]
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{args.data_file} is not in the SQuAD layout (data -> paragraphs "
+                             f"-> qas with an 'id' string): {e!r}") from None
+        na_probs = None
+        if args.na_prob_file:
+            na_probs = _load_json(args.na_prob_file, "no-answer file")
+            if version == "v2.0":
+                check_na_probs(na_probs, [q for q in qids if q in preds],
+                               f"no-answer file {args.na_prob_file}")
+        try:
+            result = evaluate(data, preds, na_probs, version)
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"{args.data_file}: a question lacks a field the SQuAD layout has "
+                             f"({e!r})") from None
+    except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if missing:
+        rule = ("scored 0 and counted in the total" if version == "v1.1"
+                else "left out of every score and total")
+        shown = ", ".join(str(q) for q in missing[:5])
+        if len(missing) > 5:
+            shown += f" and {len(missing) - 5} more"
+        print(f"warning: {len(missing)} of the questions in {args.data_file} have no prediction "
+              f"in {args.pred_file} ({shown}); as in the official {version} script they are "
+              f"{rule}", file=sys.stderr)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out_file:

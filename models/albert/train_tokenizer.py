@@ -1,61 +1,156 @@
 """Train an ALBERT-compatible SentencePiece unigram vocabulary.
 
     python -m albert.train_tokenizer --input 'corpus/*.txt' --vocab_size 30000 --output_dir vocab/
+    python -m albert.train_tokenizer --input enwiki-latest-pages-articles.xml.bz2 \\
+        --input_format wikipedia --vocab_size 30000 --output_dir vocab/
 
 Writes `spiece.model`, `spiece.vocab` and `tokenizer_config.json`, so both our tools and
 `transformers.AlbertTokenizer.from_pretrained(output_dir)` load the directory. Ids 0-4 are
 <pad>, <unk>, [CLS], [SEP], [MASK], as in every published ALBERT vocabulary. The text is normalised
 (lowercase, accents stripped) exactly as the tokenizer will see it at training time.
+
+Inputs are read as `create_pretraining_data` reads them (albert.data.corpus: files, directories,
+globs; text, JSONL, Parquet, Wikipedia dumps; .gz/.bz2/.xz), one sentence at a time. A seeded
+uniform sample of at most --max_sentences sentences (reservoir sampling, as SentencePiece's
+input_sentence_size) is all that is kept, so memory is bounded by the sample, not by the corpus.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import logging
+import multiprocessing
 import os
 import random
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 
-from albert.data.text import expand_inputs, iter_lines
+from albert.data.corpus import (
+    FORMATS,
+    ReadStats,
+    check_input,
+    chunked,
+    die_with_parent,
+    expand_inputs,
+    finish_document,
+    read_documents,
+)
 from albert.tokenization import CLS, MASK, SEP, load_spm, preprocess_text, write_tokenizer_files
 
 logger = logging.getLogger("albert.train_tokenizer")
+_DOCS_PER_TASK = 64
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", nargs="+", required=True, help="text files or globs")
+    p.add_argument("--input", nargs="+", required=True,
+                   help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
+    p.add_argument("--input_format", choices=FORMATS, default="auto",
+                   help="as create_pretraining_data's --input_format")
+    p.add_argument("--text_field", default="text", help="the text field of jsonl/parquet input")
     p.add_argument("--output_dir", required=True)
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--character_coverage", type=float, default=0.99995)
     p.add_argument("--max_sentences", type=int, default=10_000_000,
-                   help="sample at most this many lines (SentencePiece input_sentence_size)")
-    p.add_argument("--seed", type=int, default=12345)
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+                   help="train on a seeded uniform sample of at most this many sentences "
+                        "(SentencePiece's input_sentence_size); bounds memory")
+    p.add_argument("--seed", type=int, default=12345, help="seeds the sentence sample")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                   help="SentencePiece training threads")
+    p.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                   help="processes turning documents into sentences (wikitext parsing)")
     return p.parse_args(argv)
 
 
-def train(args) -> str:
+def _normalized_sentences(raw_docs: list) -> tuple[list[str], ReadStats]:
+    """Raw documents -> their sentences as the tokenizer will see them."""
+    stats = ReadStats()
+    out = []
+    for raw in raw_docs:
+        for sentence in finish_document(raw, stats) or ():
+            text = preprocess_text(sentence)
+            if text:
+                out.append(text)
+    return out, stats
+
+
+def iter_sentences(files: list[str], fmt: str, text_field: str, processes: int,
+                   stats: ReadStats) -> Iterator[str]:
+    """Normalised sentences of every document, in corpus order (so the sample is seeded)."""
+    chunks = (raw for path in files
+              for _, _, raw in chunked(read_documents(path, fmt, text_field, stats),
+                                       _DOCS_PER_TASK))
+    if processes == 1:
+        for raw in chunks:
+            sentences, chunk_stats = _normalized_sentences(raw)
+            stats.add(chunk_stats)
+            yield from sentences
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(processes, mp_context=ctx, initializer=die_with_parent,
+                                initargs=(os.getpid(),)) as pool:
+        pending: list[cf.Future] = []
+        for raw in chunks:
+            pending.append(pool.submit(_normalized_sentences, raw))
+            # At most 2 x processes chunks in flight: memory does not grow with the corpus.
+            while len(pending) >= 2 * processes:
+                sentences, chunk_stats = pending.pop(0).result()
+                stats.add(chunk_stats)
+                yield from sentences
+        for future in pending:
+            sentences, chunk_stats = future.result()
+            stats.add(chunk_stats)
+            yield from sentences
+
+
+def reservoir_sample(items: Iterator[str], size: int, seed: int) -> tuple[list[str], int]:
+    """A uniform sample of at most `size` items, the same for the same seed and input order
+    (Algorithm R). Returns (sample, number of items seen)."""
+    rng = random.Random(seed)
+    sample: list[str] = []
+    seen = 0
+    for seen, item in enumerate(items, 1):
+        if seen <= size:
+            sample.append(item)
+        else:
+            j = rng.randrange(seen)
+            if j < size:
+                sample[j] = item
+    return sample, seen
+
+
+def train_with_summary(args) -> dict:
+    """Train and write the vocabulary; returns what was read, sampled and skipped."""
     import sentencepiece as spm
 
-    files = expand_inputs(args.input)
     if args.vocab_size < 10:
         raise ValueError(f"--vocab_size must be at least 10, got {args.vocab_size}")
+    if args.max_sentences < 1:
+        raise ValueError(f"--max_sentences must be at least 1, got {args.max_sentences}")
+    if args.processes < 1:
+        raise ValueError(f"--processes must be at least 1, got {args.processes}")
+    files = expand_inputs(args.input)
+    for path in files:
+        check_input(path, args.input_format, args.text_field)
     os.makedirs(args.output_dir, exist_ok=True)
+    stats = ReadStats()
+    sentences = iter_sentences(files, args.input_format, args.text_field, args.processes, stats)
+    # Our own seeded sample: SentencePiece's reservoir ignores its seed when fed an iterator.
+    sample, seen = reservoir_sample(sentences, args.max_sentences, args.seed)
+    if not sample:
+        raise ValueError(_no_text_message(files, stats))
     with tempfile.TemporaryDirectory() as tmp:
-        text_path = os.path.join(tmp, "normalized.txt")
-        lines = 0
-        with open(text_path, "w", encoding="utf-8") as out:
-            for line in iter_lines(files):
-                line = preprocess_text(line)
-                if line:
-                    out.write(line + "\n")
-                    lines += 1
-        if lines == 0:
-            raise ValueError(f"no text in {', '.join(files)}")
-        logger.info("training a %d-piece unigram vocabulary on %d lines", args.vocab_size, lines)
+        text_path = os.path.join(tmp, "sample.txt")
+        with open(text_path, "w", encoding="utf-8") as f:
+            for sentence in sample:
+                f.write(sentence + "\n")
+        sampled = len(sample)
+        del sample  # SentencePiece loads its own copy
+        logger.info("training a %d-piece unigram vocabulary on %d of %d sentences",
+                    args.vocab_size, sampled, seen)
         prefix = os.path.join(tmp, "spiece")
         try:
             spm.SentencePieceTrainer.train(
@@ -67,8 +162,8 @@ def train(args) -> str:
                 pad_piece="<pad>", unk_piece="<unk>",
                 control_symbols=[CLS, SEP, MASK],
                 character_coverage=args.character_coverage,
-                input_sentence_size=args.max_sentences,
-                shuffle_input_sentence=True,
+                input_sentence_size=0,  # the file is the sample already: load all of it
+                shuffle_input_sentence=False,
                 seed_sentencepiece_size=1_000_000,
                 num_threads=max(1, args.threads),
                 # Text is already normalised by preprocess_text; keep SentencePiece's default NFKC
@@ -79,26 +174,49 @@ def train(args) -> str:
             msg = str(e)
             if "Vocabulary size too high" in msg or "vocab_size" in msg:
                 raise ValueError(
-                    f"--vocab_size {args.vocab_size} is too large for this corpus ({lines} lines): "
-                    f"{msg.strip().rstrip('.')}. Use a smaller --vocab_size or more text."
+                    f"--vocab_size {args.vocab_size} is too large for a sample of {sampled} "
+                    f"sentences: {msg.strip().rstrip('.')}. Use a smaller --vocab_size, more "
+                    "text or a larger --max_sentences."
                 ) from None
             raise
         load_spm(prefix + ".model")  # checks the special-token ids
         shutil.copyfile(prefix + ".vocab", os.path.join(args.output_dir, "spiece.vocab"))
         write_tokenizer_files(prefix + ".model", args.output_dir)
-    return os.path.join(args.output_dir, "spiece.model")
+    skipped = {k: v for k, v in stats.as_dict().items()
+               if k not in ("files", "lines", "pages", "documents") and v}
+    return {
+        "spm_model": os.path.join(args.output_dir, "spiece.model"),
+        "documents": stats.documents,
+        "sentences": seen,
+        "sampled_sentences": sampled,
+        "skipped": skipped,
+    }
+
+
+def _no_text_message(files: list[str], stats: ReadStats) -> str:
+    if stats.lines and stats.bad_lines == stats.lines:
+        return (f"no text: every line of the input ({stats.lines} lines) was skipped as invalid "
+                "UTF-8; convert the files to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    return f"no text in {', '.join(files)}"
+
+
+def train(args) -> str:
+    """Train and write the vocabulary; returns the path of spiece.model."""
+    return train_with_summary(args)["spm_model"]
 
 
 def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
-    random.seed(args.seed)
     try:
-        path = train(args)
+        summary = train_with_summary(args)
     except (ValueError, FileNotFoundError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {path}")
+    skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in summary["skipped"].items())
+    print(f"wrote {summary['spm_model']}: trained on {summary['sampled_sentences']} of "
+          f"{summary['sentences']} sentences from {summary['documents']} documents"
+          + (f"; skipped {skipped}" if skipped else ""))
     return 0
 
 

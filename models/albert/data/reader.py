@@ -2,25 +2,47 @@
 
 Files are sharded across Horovod ranks at the file level (rank r reads files r, r+size, ...), then
 interleaved, shuffled, repeated, batched with drop_remainder and prefetched. GZIP files
-(`.gz` suffix) and plain files may be mixed.
+(`.gz` suffix) and plain files may be mixed. Hidden (`.name`) and temporary (`name.tmp`) files are
+never read: a killed generator leaves its unfinished shards under such names.
+
+Checks before training (each reads little, so every rank can afford them):
+- check_all_record_shapes: the first record of every file has the shapes the flags ask for;
+- count_nonempty_files + check_ranks_have_records: every rank has at least one record to read;
+- scan_file (and `python -m albert.check_records`): every record of a file is intact.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
+import logging
 import os
+import re
+import shlex
+import struct
+import zlib
 
+import google_crc32c
 import tensorflow as tf
+
+logger = logging.getLogger(__name__)
 
 
 class DataError(ValueError):
     """Input files that cannot be read as asked; the message names the pattern or file."""
 
 
+def is_hidden_or_temporary(path: str) -> bool:
+    name = os.path.basename(path.rstrip("/"))
+    return name.startswith(".") or name.endswith(".tmp")
+
+
 def resolve_files(patterns, filesystem_prefix: str = ".") -> list[str]:
     """Patterns (globs, directories or files; comma lists allowed) under the prefix -> files.
 
     A relative pattern is taken under `filesystem_prefix` (aws-samples: `/fsx` on the cloud);
-    a directory means every non-hidden, non-JSON file in it.
+    a directory means every non-hidden, non-JSON file in it. Hidden and temporary files
+    (`.part-00000-of-00004.tfrecord.tmp`) are left out however they are matched.
     """
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -31,15 +53,19 @@ def resolve_files(patterns, filesystem_prefix: str = ".") -> list[str]:
             if tf.io.gfile.isdir(full):
                 matched = [
                     os.path.join(full, name) for name in tf.io.gfile.listdir(full)
-                    if not name.startswith(".") and not name.endswith(".json")
+                    if not name.endswith(".json")
                     and not tf.io.gfile.isdir(os.path.join(full, name))
                 ]
             else:
                 matched = tf.io.gfile.glob(full)
-            if not matched:
+            kept = [f for f in matched if not is_hidden_or_temporary(f)]
+            if not kept:
+                ignored = len(matched) - len(kept)
+                note = (f"; {ignored} hidden or temporary file(s) such as "
+                        f"{os.path.basename(matched[0])!r} are never read" if ignored else "")
                 raise DataError(f"no TFRecord files match {full!r} (pattern {part!r} under "
-                                f"--filesystem_prefix {filesystem_prefix!r})")
-            files.extend(sorted(matched))
+                                f"--filesystem_prefix {filesystem_prefix!r}){note}")
+            files.extend(sorted(kept))
     return sorted(set(files))
 
 
@@ -79,15 +105,26 @@ def shard_files(files: list[str], rank: int, size: int, what: str = "files") -> 
     return files[rank::size]
 
 
-def _record_dataset(files, cycle_length, shuffle, seed, repeat):
-    compression = ["GZIP" if f.endswith(".gz") else "" for f in files]
+def _compression(path: str) -> str:
+    return "GZIP" if path.endswith(".gz") else ""
+
+
+def _record_dataset(files, cycle_length, shuffle, seed, repeat, skip_corrupt=False):
+    compression = [_compression(f) for f in files]
     ds = tf.data.Dataset.from_tensor_slices((files, compression))
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
+
+    def read(f, c):
+        records = tf.data.TFRecordDataset(f, compression_type=c)
+        # A file's stream ends at its first damaged record (TFRecord framing cannot be
+        # resynchronised after a bad length); the other files go on.
+        return records.ignore_errors() if skip_corrupt else records
+
     return ds.interleave(
-        lambda f, c: tf.data.TFRecordDataset(f, compression_type=c),
+        read,
         cycle_length=max(1, min(cycle_length, len(files))),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
@@ -108,6 +145,7 @@ def pretraining_dataset(
     shuffle_buffer: int = 10_000,
     cycle_length: int = 8,
     skip_records: int = 0,
+    skip_corrupt: bool = False,
 ) -> tf.data.Dataset:
     """Batches of model inputs plus labels, each [batch, ...]:
 
@@ -119,6 +157,9 @@ def pretraining_dataset(
     every rank takes part in validation).
     skip_records: records of this rank's stream to skip (resuming mid-run on the same trajectory:
     the pipeline is seeded and deterministic, so skipping what was consumed continues it exactly).
+    skip_corrupt: scan this rank's files first (every record: one extra read of the rank's data),
+    log a warning counting the damaged files and the records kept, and read each damaged file up
+    to its first bad record instead of failing with a DataLossError mid-run.
     """
     if batch_size < 1:
         raise DataError(f"batch size must be at least 1, got {batch_size}")
@@ -126,11 +167,14 @@ def pretraining_dataset(
     by_record = not training and len(all_files) < size
     files = all_files if by_record else shard_files(all_files, rank, size,
                                                      what=f"files matching {patterns!r}")
+    if skip_corrupt:
+        warn_about_corrupt_files(files, rank)
     shuffle = training and shuffle_buffer > 0
     # Without shuffling, records alternate between files one at a time, so a batch of k*B on one
     # process holds the same records as k ranks' batches of B (one file each): the losses are means,
     # so the update is the same, which is what makes multi-rank runs reproducible on one process.
-    ds = _record_dataset(files, cycle_length, shuffle, seed, repeat=training)
+    ds = _record_dataset(files, cycle_length, shuffle, seed, repeat=training,
+                         skip_corrupt=skip_corrupt)
     if by_record:
         ds = ds.shard(size, rank)
     if shuffle:
@@ -145,24 +189,223 @@ def pretraining_dataset(
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+# -- checks before training -------------------------------------------------------------------
+
+
+def _tf_message(error: Exception) -> str:
+    """TensorFlow's error text without its op/function decorations."""
+    text = getattr(error, "message", None) or str(error)
+    text = re.sub(r"\{\{[^}]*\}\}", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\].*", "", text, flags=re.S)
+    return " ".join(text.split())
+
+
+def _open_binary(path: str):
+    """A local path with open(); anything else (s3://, gs://, hdfs://) with tf.io.gfile."""
+    raw = open(path, "rb") if "://" not in path else tf.io.gfile.GFile(path, "rb")
+    return gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
+
+
+def _masked_crc(data: bytes) -> int:
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def first_record(path: str) -> bytes | None:
+    """The first record of `path`, None when it holds none; DataError when it cannot be read.
+
+    Read in Python (header, CRCs, payload: the TFRecord framing), because building a tf.data
+    pipeline per file costs ~20 ms, which is minutes on every rank for thousands of shards."""
+    damaged = f"; find every damaged shard with: python -m albert.check_records {shlex.quote(path)}"
+    try:
+        with _open_binary(path) as f:
+            header = f.read(12)
+            if not header:
+                return None
+            if len(header) < 12:
+                raise DataError(f"{path} is truncated in its first record{damaged}")
+            length, length_crc = struct.unpack("<QI", header)
+            if _masked_crc(header[:8]) != length_crc:
+                raise DataError(f"{path} is corrupt in its first record's header (not a TFRecord "
+                                f"file?){damaged}")
+            body = f.read(length + 4)
+    except (OSError, EOFError, zlib.error, tf.errors.OpError) as e:
+        raise DataError(f"{path} cannot be read ({_tf_message(e)}){damaged}") from None
+    if len(body) < length + 4:
+        raise DataError(f"{path} is truncated in its first record{damaged}")
+    record, (crc,) = body[:length], struct.unpack("<I", body[length:])
+    if _masked_crc(record) != crc:
+        raise DataError(f"{path} is corrupt in its first record{damaged}")
+    return record
+
+
+def record_shape_problem(record: bytes, spec: dict) -> str | None:
+    """What is wrong with one serialized record against `spec` (None when it fits): a missing
+    feature, or a feature length that differs from the flag that sets it."""
+    try:
+        example = tf.train.Example.FromString(record)
+    except Exception:  # protobuf's DecodeError lives in a module that moves between versions
+        return "not a tf.train.Example"
+    for name, feature_spec in spec.items():
+        feature = example.features.feature.get(name)
+        if feature is None:
+            return f"no feature {name!r}"
+        kind = feature.WhichOneof("kind")
+        length = len(getattr(feature, kind).value) if kind else 0
+        expected = feature_spec.shape[0]
+        if length != expected:
+            flag = ("--max_predictions_per_seq" if name.startswith("masked_lm")
+                    else "--max_seq_length")
+            return f"feature {name!r} has length {length}, but {flag} asks for {expected}"
+    return None
+
+
 def check_record_shapes(path: str, max_seq_length: int, max_predictions_per_seq: int) -> None:
     """Parse the first record of `path` with the expected shapes; DataError naming the mismatch."""
-    compression = "GZIP" if path.endswith(".gz") else ""
+    record = first_record(path)
+    if record is None:
+        raise DataError(f"{path} holds no records")
+    problem = record_shape_problem(record, pretraining_feature_spec(max_seq_length,
+                                                                    max_predictions_per_seq))
+    if problem:
+        raise DataError(f"{path}: {problem}; pass the value the data was made with")
+
+
+def check_all_record_shapes(files: list[str], max_seq_length: int,
+                            max_predictions_per_seq: int) -> list[str]:
+    """Check the first record of every file in `files` against the flags (training and
+    validation files alike). Raises one DataError naming the bad files (up to 3), the shape
+    found and the shape expected; returns the files that hold no records (not an error here:
+    see check_ranks_have_records)."""
     spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
-    for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
-        example = tf.train.Example.FromString(record.numpy())
-        for name, feature_spec in spec.items():
-            feature = example.features.feature.get(name)
-            if feature is None:
-                raise DataError(f"{path}: records have no feature {name!r}")
-            kind = feature.WhichOneof("kind")
-            length = len(getattr(feature, kind).value)
-            if length != feature_spec.shape[0]:
-                flag = ("--max_predictions_per_seq" if name.startswith("masked_lm")
-                        else "--max_seq_length")
-                raise DataError(
-                    f"{path}: feature {name!r} has length {length}, but {flag} asks for "
-                    f"{feature_spec.shape[0]}; pass the value the data was made with"
-                )
+    bad, empty = [], []
+    for path in files:
+        record = first_record(path)
+        if record is None:
+            empty.append(path)
+            continue
+        problem = record_shape_problem(record, spec)
+        if problem:
+            bad.append(f"{path}: {problem}")
+    if bad:
+        listed = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise DataError(
+            f"{len(bad)} of {len(files)} TFRecord files do not have the shapes of "
+            f"--max_seq_length {max_seq_length} --max_predictions_per_seq "
+            f"{max_predictions_per_seq}: {listed}. Pass the values the data was made with, or "
+            "remove files left from another run of the generator"
+        )
+    return empty
+
+
+def count_nonempty_files(files: list[str]) -> int:
+    """How many of `files` hold at least one record (reads at most one record per file).
+    Call it on each rank with that rank's files and allgather the counts."""
+    return sum(first_record(path) is not None for path in files)
+
+
+def check_ranks_have_records(nonempty_per_rank: list[int], files: list[str], size: int) -> None:
+    """nonempty_per_rank[r]: count_nonempty_files(files[r::size]) from rank r (allgathered).
+    Raises the same DataError on every rank when some rank would have nothing to read (it
+    would otherwise wait forever for the others at the first allreduce)."""
+    empty = [r for r, n in enumerate(nonempty_per_rank) if n == 0]
+    if not empty:
         return
-    raise DataError(f"{path} holds no records")
+    r = empty[0]
+    mine = files[r::size]
+    example = ", ".join(os.path.basename(f) for f in mine[:3]) + (" ..." if len(mine) > 3 else "")
+    with_data = sum(nonempty_per_rank)
+    raise DataError(
+        f"{len(empty)} of {size} ranks have no records to read: rank {r}'s "
+        f"{len(mine)} file(s) ({example}) are all empty. Only {with_data} of {len(files)} files "
+        "hold records (the generator writes empty shards when --num_shards exceeds the "
+        "instances): regenerate with fewer --num_shards, remove the empty files, or run on "
+        "fewer ranks"
+    )
+
+
+@dataclasses.dataclass
+class FileCheck:
+    """One file's scan: `records` read intact before `problem` (None: the whole file is good)."""
+
+    path: str
+    records: int
+    problem: str | None = None
+    kind: str | None = None  # "corrupt", "shape" or "unreadable" when there is a problem
+
+
+def scan_file(path: str, spec: dict | None = None, batch_size: int = 4096,
+              on_records=None) -> FileCheck:
+    """Read every record of `path`, checking the framing (lengths and CRCs, GZIP stream) and,
+    with `spec`, every record's feature lengths. on_records(n) is called as records are read
+    (progress). Stops at the first problem; TensorFlow reading stops there too."""
+    ds = tf.data.TFRecordDataset(path, compression_type=_compression(path),
+                                 buffer_size=8 << 20).batch(batch_size)
+    records = 0
+    try:
+        for batch in ds:
+            if spec is not None:
+                try:
+                    tf.io.parse_example(batch, spec)
+                except tf.errors.InvalidArgumentError:
+                    for i, record in enumerate(batch.numpy()):
+                        problem = record_shape_problem(record, spec)
+                        if problem:
+                            return FileCheck(path, records + i,
+                                             f"wrong shape at record {records + i}: {problem}",
+                                             "shape")
+                    # parse_example refused what the proto check accepts (e.g. a dtype).
+                    return FileCheck(path, records, f"records from {records} on do not parse "
+                                     "as pretraining features", "shape")
+            records += int(batch.shape[0])
+            if on_records:
+                on_records(int(batch.shape[0]))
+    except tf.errors.DataLossError as e:
+        # The failed batch's good records were lost with it: count the intact prefix exactly.
+        intact = tf.data.TFRecordDataset(path, compression_type=_compression(path)) \
+            .ignore_errors().reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)
+        intact = int(intact)
+        if on_records and intact > records:
+            on_records(intact - records)
+        return FileCheck(path, intact, f"corrupt at record {intact} ({_tf_message(e)})",
+                         "corrupt")
+    except tf.errors.OpError as e:
+        return FileCheck(path, records, f"unreadable ({_tf_message(e)})", "unreadable")
+    return FileCheck(path, records)
+
+
+def warn_about_corrupt_files(files: list[str], rank: int = 0) -> list[FileCheck]:
+    """Scan `files` for damage (skip_corrupt's count) and log one warning naming what is
+    skipped; returns the damaged files' checks."""
+    checks = [scan_file(path) for path in files]
+    bad = [c for c in checks if c.problem]
+    if bad:
+        kept = sum(c.records for c in bad)
+        named = "; ".join(f"{c.path}: {c.problem}" for c in bad[:5])
+        more = f"; and {len(bad) - 5} more" if len(bad) > 5 else ""
+        logger.warning(
+            "rank %d: skipping corrupt records: %d of %d files are damaged; %d records before "
+            "the damage are read, the rest of each damaged file is skipped: %s%s",
+            rank, len(bad), len(files), kept, named, more)
+    return bad
+
+
+def data_loss_message(error: Exception, files: list[str], patterns=None,
+                      filesystem_prefix: str = ".") -> str:
+    """A DataLossError from the input pipeline (which names no file) -> a message naming the
+    damaged file(s) among `files` (found by scanning them) and the ways on."""
+    target = patterns if patterns is not None else files
+    if isinstance(target, str):
+        target = [target]
+    command = "python -m albert.check_records " + " ".join(shlex.quote(t) for t in target)
+    if filesystem_prefix not in (None, "", "."):
+        command += f" --filesystem_prefix {shlex.quote(filesystem_prefix)}"
+    bad = [c for c in (scan_file(path) for path in files) if c.problem]
+    if not bad:
+        return (f"a TFRecord read failed ({_tf_message(error)}), but none of the {len(files)} "
+                f"files reads as damaged now (a storage fault?); check them with: {command}")
+    named = "; ".join(f"{c.path} is {c.problem}" for c in bad[:3])
+    more = f"; and {len(bad) - 3} more" if len(bad) > 3 else ""
+    return (f"damaged TFRecord data: {named}{more}. List every bad shard with: {command}; "
+            "then regenerate or remove them, or pass --skip_corrupt_records to read each damaged "
+            "file only up to its first bad record")

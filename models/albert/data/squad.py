@@ -30,6 +30,10 @@ class SquadError(ValueError):
     """A SQuAD file that cannot be used; the message names the file and the entry."""
 
 
+class SettingsError(ValueError):
+    """Feature settings that cannot work; the message names the flag."""
+
+
 @dataclasses.dataclass
 class Example:
     qid: str
@@ -63,14 +67,18 @@ def read_squad(path: str) -> tuple[list[Example], dict, ReadStats]:
         raise SquadError(f"{path} is not in the SQuAD layout (expected a top-level 'data' list)")
     examples, stats = [], ReadStats()
     for a, article in enumerate(data["data"]):
+        if not isinstance(article, dict) or not isinstance(article.get("paragraphs", []), list):
+            raise SquadError(f"{path}: data[{a}] must be an object with a 'paragraphs' list")
         for p, paragraph in enumerate(article.get("paragraphs", [])):
             where = f"{path}: data[{a}].paragraphs[{p}]"
-            if not isinstance(paragraph.get("context"), str) or "qas" not in paragraph:
+            if (not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str)
+                    or not isinstance(paragraph.get("qas"), list)):
                 raise SquadError(f"{where} needs a 'context' string and a 'qas' list")
             context = paragraph["context"]
             for q, qa in enumerate(paragraph["qas"]):
-                if "id" not in qa or "question" not in qa:
+                if not isinstance(qa, dict) or "id" not in qa or "question" not in qa:
                     raise SquadError(f"{where}.qas[{q}] needs 'id' and 'question'")
+                _check_question(qa, f"{where}.qas[{q}]")
                 stats.questions += 1
                 impossible = bool(qa.get("is_impossible", False)) or not qa.get("answers")
                 answers = []
@@ -85,6 +93,24 @@ def read_squad(path: str) -> tuple[list[Example], dict, ReadStats]:
         logger.warning("%s: %d answers do not occur in their context and are not used for "
                        "training", path, stats.mismatched_answers)
     return examples, data, stats
+
+
+def _check_question(qa: dict, where: str) -> None:
+    """Types the official layout promises; SquadError naming the entry and its id."""
+    name = f"{where} (id {qa['id']!r})"
+    if not isinstance(qa["id"], (str, int)) or isinstance(qa["id"], bool):
+        raise SquadError(f"{where}: 'id' must be a string (or a number), got {qa['id']!r}")
+    if not isinstance(qa["question"], str):
+        raise SquadError(f"{name}: 'question' must be a string, got "
+                         f"{type(qa['question']).__name__} {qa['question']!r:.40}")
+    answers = qa.get("answers")
+    if answers is not None and not isinstance(answers, list):
+        raise SquadError(f"{name}: 'answers' must be a list, got {type(answers).__name__}")
+    for i, answer in enumerate(answers or []):
+        if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
+            text = answer.get("text") if isinstance(answer, dict) else answer
+            raise SquadError(f"{name}: answers[{i}] needs a 'text' string, got "
+                             f"{type(text).__name__} {text!r:.40}")
 
 
 def _align_answer(context: str, answer: dict, stats: ReadStats):
@@ -109,9 +135,30 @@ def _align_answer(context: str, answer: dict, stats: ReadStats):
 
 @dataclasses.dataclass(frozen=True)
 class FeatureSettings:
+    """Window settings, checked when built so that no setting can loop forever or leave no
+    room for the context. A doc_stride larger than the room a window has for context is
+    allowed: each window then starts where the previous one ended (as BERT's
+    min(length, doc_stride) step), so no token is skipped."""
+
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
+
+    def __post_init__(self):
+        for flag, value in (("--max_seq_length", self.max_seq_length),
+                            ("--doc_stride", self.doc_stride),
+                            ("--max_query_length", self.max_query_length)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SettingsError(f"{flag} must be a whole number, got {value!r}")
+            if value < 1:
+                raise SettingsError(f"{flag} must be at least 1, got {value}")
+        if self.max_seq_length < self.max_query_length + 4:
+            raise SettingsError(
+                f"--max_seq_length {self.max_seq_length} leaves no room for context after a "
+                f"--max_query_length {self.max_query_length} question: [CLS] question [SEP] "
+                f"context [SEP] needs --max_seq_length >= --max_query_length + 4 "
+                f"({self.max_query_length + 4})"
+            )
 
 
 @dataclasses.dataclass

@@ -1,0 +1,305 @@
+"""Ask a fine-tuned ALBERT question-answering model: one question, or a JSON-lines file of them.
+
+    python -m albert.answer --model serving/1 --question "Who owns the zorvan module?" \\
+        --context "... The owner of the zorvan module is mira castell. ..."
+    python -m albert.answer --model runs/squad/checkpoints/final --input questions.jsonl \\
+        --output answers.jsonl
+
+--model is a SavedModel written by `albert.export --task qa` (or run_squad's export), a trainer
+checkpoint (prefix or directory), or a Hugging Face / Google directory holding a QA head. Contexts
+are split into windows and answers chosen exactly as run_squad does (albert.data.squad's
+featurize and postprocess, the same flags and defaults), so on the same questions the answers
+equal run_squad's predictions.json. Windows go through the model --batch_size at a time, in input
+order, each batch padded to its longest window, as run_squad's --eval_batch_size batches are.
+
+Each --input line is a JSON object with "question" and "context" (and optionally "id"); each
+output line is that object plus "answer" (what predictions.json would hold: "" when the model
+prefers no answer), "best_span" and its "score" (start + end logit), "no_answer" and, for SQuAD
+v2 models, "null_score_diff" (the null score minus the best span's; above
+--null_score_diff_threshold means no answer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from albert.flags import FlagError, user_errors
+
+logger = logging.getLogger("albert.answer")
+
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", required=True,
+                   help="QA SavedModel, trainer checkpoint, Hugging Face or Google directory")
+    p.add_argument("--question", default=None, help="one question (with --context)")
+    p.add_argument("--context", default=None, help="the passage to answer --question from")
+    p.add_argument("--input", default=None,
+                   help="JSON lines, one {\"question\", \"context\"[, \"id\"]} object per line")
+    p.add_argument("--output", default=None,
+                   help="write JSON lines here (default: stdout for --input)")
+    p.add_argument("--spm_model", default=None,
+                   help="SentencePiece vocabulary (default: the one that comes with --model)")
+    p.add_argument("--squad_version", choices=("squadv1", "squadv2"), default="squadv2",
+                   help="squadv2: the model may prefer no answer; squadv1: always answer")
+    p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
+    p.add_argument("--max_seq_length", type=int, default=384)
+    p.add_argument("--doc_stride", type=int, default=128)
+    p.add_argument("--max_query_length", type=int, default=64)
+    p.add_argument("--n_best_size", type=int, default=20)
+    p.add_argument("--max_answer_length", type=int, default=30)
+    p.add_argument("--batch_size", type=int, default=64,
+                   help="windows per model call (run_squad's --eval_batch_size)")
+    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    return p.parse_args(argv)
+
+
+def check_args(args) -> None:
+    """Flag errors a user can fix, found before TensorFlow is imported."""
+    if not os.path.exists(args.model) and not os.path.isfile(args.model + ".index"):
+        raise FlagError(f"--model {args.model} does not exist")
+    if (args.question is None) == (args.input is None):
+        raise FlagError("give either --question (with --context) or --input")
+    if args.question is not None:
+        if not args.question.strip():
+            raise FlagError("--question is empty")
+        if args.context is None or not args.context.strip():
+            raise FlagError("--question needs a non-empty --context")
+    elif args.context is not None:
+        raise FlagError("--context goes with --question; --input lines carry their own")
+    if args.spm_model and not os.path.isfile(args.spm_model):
+        raise FlagError(f"--spm_model {args.spm_model} does not exist")
+    for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
+                 "max_answer_length", "batch_size"):
+        if getattr(args, name) < 1:
+            raise FlagError(f"--{name} must be >= 1, got {getattr(args, name)}")
+
+
+def read_questions(path: str) -> list[dict]:
+    """The JSON objects of a JSON-lines file, each checked for non-empty question and context
+    strings; blank lines are skipped. Errors name the file and line."""
+    if not os.path.isfile(path):
+        raise FlagError(f"--input {path} does not exist")
+    records = []
+    with open(path, encoding="utf-8") as f:
+        try:
+            lines = list(f)
+        except UnicodeDecodeError as e:
+            raise FlagError(f"--input {path} is not UTF-8: {e}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise FlagError(f"{path} line {number} is not valid JSON: {e}") from None
+        if not isinstance(record, dict):
+            raise FlagError(f"{path} line {number}: expected a JSON object with "
+                            f"\"question\" and \"context\"")
+        for key in ("question", "context"):
+            value = record.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise FlagError(f"{path} line {number}: \"{key}\" must be a non-empty string")
+        records.append(record)
+    if not records:
+        raise FlagError(f"--input {path} holds no questions")
+    return records
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def load_qa_model(path: str):
+    """(logits_fn, AlbertConfig, vocabulary path or None) for a QA SavedModel or checkpoint.
+
+    logits_fn(input_ids, attention_mask, token_type_ids), int32 [B, S] numpy arrays ->
+    (start_logits, end_logits) float32 [B, S] numpy arrays.
+    """
+    import tensorflow as tf
+
+    from albert.config import AlbertConfig
+    from albert.convert import CheckpointError, load_model, vocabulary_file
+
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        try:
+            loaded = tf.saved_model.load(path)
+        except Exception as e:  # protobuf, OS and TF errors all mean "not a usable SavedModel"
+            raise CheckpointError(f"cannot load SavedModel {path}: "
+                                  f"{str(e).splitlines()[0][:300]}") from None
+        signature = loaded.signatures.get("serving_default")
+        outputs = sorted(signature.structured_outputs) if signature is not None else []
+        if not {"start_logits", "end_logits"} <= set(outputs):
+            raise CheckpointError(
+                f"--model {path} is not a question-answering SavedModel (its serving_default "
+                f"signature returns {', '.join(outputs) or 'nothing'}, not start_logits and "
+                f"end_logits); export one with python -m albert.export --task qa")
+        config_path = os.path.join(path, "assets", "config.json")
+        if not os.path.isfile(config_path):
+            raise CheckpointError(f"--model {path} has no assets/config.json: export it with "
+                                  "python -m albert.export")
+        config = AlbertConfig.from_json_file(config_path)
+
+        def logits_fn(input_ids, attention_mask, token_type_ids):
+            out = signature(input_ids=tf.constant(input_ids),
+                            attention_mask=tf.constant(attention_mask),
+                            token_type_ids=tf.constant(token_type_ids))
+            return out["start_logits"].numpy(), out["end_logits"].numpy()
+
+        return logits_fn, config, vocabulary_file(path)
+
+    from albert.modeling import AlbertForQuestionAnswering
+
+    model = load_model(AlbertForQuestionAnswering, path)
+
+    @tf.function(reduce_retracing=True)
+    def call(input_ids, attention_mask, token_type_ids):
+        out = model({"input_ids": input_ids, "attention_mask": attention_mask,
+                     "token_type_ids": token_type_ids}, training=False)
+        return out["start_logits"], out["end_logits"]
+
+    def logits_fn(input_ids, attention_mask, token_type_ids):
+        start, end = call(tf.constant(input_ids), tf.constant(attention_mask),
+                          tf.constant(token_type_ids))
+        return start.numpy(), end.numpy()
+
+    return logits_fn, model.config, vocabulary_file(path)
+
+
+# -- answering ----------------------------------------------------------------------------------
+
+
+def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
+    """Each record plus answer, best_span, score, no_answer (and null_score_diff for v2).
+
+    Windowing and answer selection are albert.data.squad's featurize and postprocess, called as
+    run_squad calls them; the logits passed on cover each batch up to its longest window, as
+    run_squad's prediction keeps them.
+    """
+    import numpy as np
+    from tqdm import tqdm
+
+    from albert.data import squad
+
+    # Our own ids: the records' ids may repeat or be absent.
+    examples = [squad.Example(str(i), r["question"], r["context"], [], False)
+                for i, r in enumerate(records)]
+    settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
+    features = squad.featurize(examples, tokenizer, settings, training=False)
+    meta = [{"example_index": f.example_index, "token_spans": f.token_spans,
+             "max_context": f.max_context} for f in features]
+    results = {}
+    quiet = args.no_progress or args.input is None  # no bar for a single question
+    with tqdm(total=len(features), unit="window", disable=quiet, file=sys.stderr) as bar:
+        for first in range(0, len(features), args.batch_size):
+            batch = features[first:first + args.batch_size]
+            length = max(sum(f.attention_mask) for f in batch)
+            arrays = {name: np.array([getattr(f, name)[:length] for f in batch], np.int32)
+                      for name in INPUT_NAMES}
+            start, end = logits_fn(**arrays)
+            for i in range(len(batch)):
+                results[first + i] = (start[i], end[i])
+            bar.update(len(batch))
+    version_2 = args.squad_version == "squadv2"
+    predictions, nbest, null_odds = squad.postprocess(
+        examples, meta, results, n_best=args.n_best_size,
+        max_answer_length=args.max_answer_length, version_2=version_2,
+        null_score_diff_threshold=args.null_score_diff_threshold)
+    out = []
+    for example, record in zip(examples, records, strict=True):
+        best = next((c for c in nbest[example.qid] if c["text"]), None)
+        answer = predictions[example.qid]
+        row = {**record, "answer": answer, "best_span": best["text"] if best else "",
+               "score": best["score"] if best else None, "no_answer": answer == ""}
+        if version_2:
+            row["null_score_diff"] = null_odds[example.qid]
+        out.append(row)
+    return out
+
+
+def write_jsonl(rows: list[dict], path: str | None) -> None:
+    """JSON lines to `path` (written to a temporary name, then renamed) or to stdout."""
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def prepare(args) -> list[dict]:
+    """The questions to answer, after every check that needs no TensorFlow."""
+    check_args(args)
+    if args.input is None:
+        return [{"question": args.question, "context": args.context}]
+    return read_questions(args.input)
+
+
+def run(args, records: list[dict]) -> int:
+    from albert.tokenization import load_tokenizer
+
+    logits_fn, config, vocabulary = load_qa_model(args.model)
+    spm_model = args.spm_model or vocabulary
+    if not spm_model:
+        raise FlagError(f"no vocabulary comes with --model {args.model} (spiece.model or "
+                        "30k-clean.model); pass --spm_model")
+    if args.max_seq_length > config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({config.max_position_embeddings})")
+    tokenizer = load_tokenizer(spm_model)
+    if len(tokenizer) != config.vocab_size:
+        raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
+                        f"model's vocab_size is {config.vocab_size}")
+    rows = answer_all(records, logits_fn, tokenizer, args)
+    if args.input is None:
+        row = rows[0]
+        if not row["no_answer"]:
+            print(f"answer: {row['answer']}")
+        elif row["best_span"]:
+            print(f"answer: (none: the model prefers no answer to its best span "
+                  f"{row['best_span']!r})")
+        else:
+            print("answer: (none: no span qualifies)")
+        score = "none" if row["score"] is None else f"{row['score']:.4f}"
+        print(f"score: {score}")
+        print(f"no_answer: {str(row['no_answer']).lower()}")
+        if "null_score_diff" in row:
+            print(f"null_score_diff: {row['null_score_diff']:.4f} "
+                  f"(no answer above --null_score_diff_threshold "
+                  f"{args.null_score_diff_threshold})")
+        if args.output:
+            write_jsonl(rows, args.output)
+    else:
+        write_jsonl(rows, args.output)
+        if args.output:
+            unanswered = sum(r["no_answer"] for r in rows)
+            print(f"answered {len(rows) - unanswered} of {len(rows)} questions "
+                  f"({unanswered} with no answer); wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = parse_args(argv)
+    try:
+        records = prepare(args)
+    except FlagError as e:
+        # Answered before user_errors(), whose imports pull in TensorFlow: a typo costs no wait.
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
+    with user_errors():
+        return run(args, records)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Check pretraining TFRecord shards before a long run: read every record of every file.
+
+    python -m albert.check_records 'data/train/*' data/validation \\
+        [--max_seq_length 128 --max_predictions_per_seq 20] [--filesystem_prefix /fsx]
+
+Lists each bad shard with the reason (corrupt or truncated at record k, a record of the wrong
+shape, unreadable) and ends with one summary line. Exit status 0 when every file is good, 1 when
+any is bad, 2 for a usage error (no files match, a bad flag). Without the two shape flags, every
+record is checked against the shapes of the first record found (a directory that mixes shards of
+two generator runs is caught either way). Patterns are resolved as the trainer resolves them:
+directories, globs and comma lists under --filesystem_prefix, hidden and .tmp files left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("patterns", nargs="+", help="TFRecord files, directories or globs")
+    p.add_argument("--filesystem_prefix", default=".",
+                   help="relative patterns are taken under this directory, as in the trainer")
+    p.add_argument("--max_seq_length", type=int, default=None,
+                   help="expected sequence length (default: the first record's)")
+    p.add_argument("--max_predictions_per_seq", type=int, default=None,
+                   help="expected masked positions per sequence (default: the first record's)")
+    p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    for flag in ("max_seq_length", "max_predictions_per_seq"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            p.error(f"--{flag} must be >= 1, got {value}")
+    return args
+
+
+def _shapes_fromfirst_record(files):
+    """(max_seq_length, max_predictions_per_seq, file) from the first record found, else None."""
+    import tensorflow as tf
+
+    from albert.data.reader import DataError, first_record
+
+    for path in files:
+        try:
+            record = first_record(path)
+        except DataError:
+            continue  # the scan reports it
+        if record is None:
+            continue
+        feature = tf.train.Example.FromString(record).features.feature
+        if "input_ids" not in feature or "masked_lm_positions" not in feature:
+            raise ValueError(f"{path}: the first record is not a pretraining example (no "
+                             "input_ids / masked_lm_positions); pass --max_seq_length and "
+                             "--max_predictions_per_seq to check against them")
+        return (len(feature["input_ids"].int64_list.value),
+                len(feature["masked_lm_positions"].int64_list.value), path)
+    return None
+
+
+def check(args) -> int:
+    from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
+
+    files = resolve_files(args.patterns, args.filesystem_prefix)
+    seq, preds = args.max_seq_length, args.max_predictions_per_seq
+    source = "from the flags"
+    if seq is None or preds is None:
+        found = _shapes_fromfirst_record(files)
+        if found:
+            seq = seq if seq is not None else found[0]
+            preds = preds if preds is not None else found[1]
+            source = f"from the first record of {found[2]}"
+    spec = pretraining_feature_spec(seq, preds) if seq is not None else None
+
+    from tqdm import tqdm
+
+    bar = tqdm(unit=" rec", file=sys.stderr, mininterval=1.0, disable=args.no_progress or None)
+    checks = []
+    try:
+        for i, path in enumerate(files):
+            bar.set_description(f"file {i + 1}/{len(files)} {os.path.basename(path)}")
+            result = scan_file(path, spec, on_records=bar.update)
+            checks.append(result)
+            if result.problem:
+                bar.write(f"BAD {path}: {result.problem}", file=sys.stdout)
+    finally:
+        bar.close()
+    bad = [c for c in checks if c.problem]
+    empty = [c for c in checks if not c.problem and c.records == 0]
+    for c in empty:
+        print(f"EMPTY {c.path}: no records")
+    kinds = {k: sum(c.kind == k for c in bad) for k in ("corrupt", "shape", "unreadable")}
+    shapes = (f"--max_seq_length {seq} --max_predictions_per_seq {preds} ({source})"
+              if spec is not None else "no records to take shapes from")
+    records = sum(c.records for c in checks)
+    verdict = (f"{len(bad)} bad ({kinds['corrupt']} corrupt, {kinds['shape']} wrong shape, "
+               f"{kinds['unreadable']} unreadable)" if bad else "all good")
+    print(f"checked {len(files)} files, {records} good records, shapes {shapes}: {verdict}; "
+          f"{len(empty)} empty", flush=True)
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = parse_args(argv)
+    try:
+        return check(args)
+    except ValueError as e:  # DataError included: no files match, a bad pattern
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+"""Sentence and sentence-pair classification / regression data: a TSV, CSV or JSON-lines file ->
+examples -> features (cached as TFRecords) -> batches padded to their own longest sequence.
+
+Files, chosen by name:
+  .tsv            fields split at tabs, quotes are plain text (as GLUE's files, whose sentences
+                  hold unbalanced quotes, are read by BERT/ALBERT and transformers)
+  .csv            RFC 4180 quoting (a quoted field may hold commas and newlines)
+  .jsonl, .json   one JSON object per line; columns are its keys
+A header row names the columns (--text_a, --text_b, --label); without one (--no_header, CoLA's
+files) columns are 0-based positions. Blank lines are skipped. Every row must have as many fields
+as the header (or, without one, the first row): a row that does not is an error naming its line.
+
+Features are BERT's: [CLS] a [SEP] for one text, [CLS] a [SEP] b [SEP] for a pair (token types 0
+then 1), the longer text of a pair cut first, one token at a time, to fit max_seq_length. They are
+cached unpadded; a batch is padded to its longest sequence (rounded up to pad_to_multiple_of),
+or to max_seq_length with padding="max".
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import logging
+import math
+import os
+
+logger = logging.getLogger(__name__)
+
+CACHE_VERSION = "1"  # bump when the feature layout changes
+TASKS = ("classification", "regression")
+
+
+class ClassificationDataError(ValueError):
+    """A data file that cannot be used; the message names the file (and line) and the problem."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """Where the texts and the label are: header names, or 0-based positions without a header."""
+
+    text_a: str | int
+    text_b: str | int | None = None
+    label: str | int | None = "label"
+    header: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTask:
+    """A GLUE task's files: their columns, labels (in the order of the reference processors) and
+    the metric its leaderboard reports first. predict_columns: the test file's, when they differ
+    from train/dev's."""
+
+    columns: Columns
+    task: str
+    labels: tuple[str, ...] | None
+    metric: str
+    predict_columns: Columns | None = None
+
+
+# Column names of the GLUE distribution's train/dev files (test files share the text columns and
+# have no label). CoLA's train/dev have no header: source, label, original annotation, sentence;
+# its test file has one: index, sentence. MNLI's dev file is dev_matched.tsv (or
+# dev_mismatched.tsv).
+GLUE_TASKS = {
+    "cola": GlueTask(Columns(3, None, 1, header=False), "classification", ("0", "1"), "mcc",
+                     predict_columns=Columns("sentence", None, None)),
+    "sst2": GlueTask(Columns("sentence", None, "label"), "classification", ("0", "1"),
+                     "accuracy"),
+    "mrpc": GlueTask(Columns("#1 String", "#2 String", "Quality"), "classification", ("0", "1"),
+                     "f1"),
+    "qqp": GlueTask(Columns("question1", "question2", "is_duplicate"), "classification",
+                    ("0", "1"), "f1"),
+    "mnli": GlueTask(Columns("sentence1", "sentence2", "gold_label"), "classification",
+                     ("contradiction", "entailment", "neutral"), "accuracy"),
+    "qnli": GlueTask(Columns("question", "sentence", "label"), "classification",
+                     ("entailment", "not_entailment"), "accuracy"),
+    "rte": GlueTask(Columns("sentence1", "sentence2", "label"), "classification",
+                    ("entailment", "not_entailment"), "accuracy"),
+    "stsb": GlueTask(Columns("sentence1", "sentence2", "score"), "regression", None, "pearson"),
+}
+
+
+@dataclasses.dataclass
+class Example:
+    index: int  # position among the file's rows, from 0 (GLUE's test files number them so)
+    line: int  # where the row is in the file, for messages
+    text_a: str
+    text_b: str | None
+    label: str | None  # as written; None in an unlabelled file
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def file_format(path: str) -> str:
+    name = path.lower()
+    for suffix, kind in ((".tsv", "tsv"), (".csv", "csv"), (".jsonl", "jsonl"),
+                         (".json", "jsonl")):
+        if name.endswith(suffix):
+            return kind
+    raise ClassificationDataError(f"{path}: cannot tell its format from the name; expected a "
+                                  ".tsv, .csv or .jsonl (JSON lines) file")
+
+
+def _rows(path: str, kind: str):
+    """(line number, fields) of each non-blank row of a TSV or CSV file."""
+    # newline="\n": a stray carriage return inside a field is text, not a line break.
+    with open(path, encoding="utf-8-sig", newline="" if kind == "csv" else "\n") as f:
+        if kind == "tsv":
+            for number, line in enumerate(f, 1):
+                line = line.rstrip("\n").rstrip("\r")
+                if line.strip():
+                    yield number, line.split("\t")
+            return
+        reader = csv.reader(f, strict=True)
+        first = 1
+        try:
+            for fields in reader:
+                if any(field.strip() for field in fields):
+                    yield first, fields
+                first = reader.line_num + 1
+        except csv.Error as e:
+            raise ClassificationDataError(f"{path} line {reader.line_num}: {e}") from None
+
+
+def _column_index(path: str, header: list[str] | None, column, flag: str) -> int:
+    if header is None:
+        return column
+    if column not in header:
+        raise ClassificationDataError(
+            f"{path} has no column {column!r} ({flag}); its columns are: "
+            + ", ".join(repr(h) for h in header))
+    return header.index(column)
+
+
+def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[Example]:
+    rows = _rows(path, kind)
+    header = None
+    width = None
+    if columns.header:
+        first = next(rows, None)
+        if first is None:
+            raise ClassificationDataError(f"{path} is empty (expected a header row, then rows)")
+        header = [h.strip() for h in first[1]]
+        width = len(header)
+    wanted = [("--text_a", columns.text_a), ("--text_b", columns.text_b)]
+    if labelled or (header is not None and columns.label in header):
+        wanted.append(("--label", columns.label))
+    where = {flag: _column_index(path, header, col, flag) for flag, col in wanted
+             if col is not None}
+    examples = []
+    for number, fields in rows:
+        if width is None:
+            width = len(fields)
+            for flag, index in where.items():
+                if index >= width:
+                    raise ClassificationDataError(
+                        f"{path} line {number}: {flag} {index} is past the row's {width} "
+                        "columns (numbered from 0)")
+        if len(fields) != width:
+            expected = "the header" if header is not None else "the first row"
+            raise ClassificationDataError(
+                f"{path} line {number}: {len(fields)} fields where {expected} has {width}"
+                + (" (a tab inside a text?)" if kind == "tsv" else ""))
+        label = fields[where["--label"]].strip() if "--label" in where else None
+        examples.append(Example(len(examples), number, fields[where["--text_a"]],
+                                fields[where["--text_b"]] if "--text_b" in where else None,
+                                label if labelled else None))
+    return examples
+
+
+def _read_jsonl(path: str, columns: Columns, labelled: bool) -> list[Example]:
+    for flag, col in (("--text_a", columns.text_a), ("--text_b", columns.text_b),
+                      ("--label", columns.label)):
+        if isinstance(col, int):
+            raise ClassificationDataError(f"{path} is JSON lines: {flag} must be a key, not the "
+                                          f"position {col} (--no_header is for TSV/CSV)")
+    examples = []
+    with open(path, encoding="utf-8-sig") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ClassificationDataError(f"{path} line {number}: not valid JSON "
+                                              f"({e.msg})") from None
+            if not isinstance(row, dict):
+                raise ClassificationDataError(f"{path} line {number}: expected a JSON object, "
+                                              f"got {type(row).__name__}")
+            values = {}
+            for flag, key in (("--text_a", columns.text_a), ("--text_b", columns.text_b),
+                              ("--label", columns.label if labelled else None)):
+                if key is None:
+                    continue
+                if key not in row:
+                    raise ClassificationDataError(
+                        f"{path} line {number}: no key {key!r} ({flag}); this row has: "
+                        + ", ".join(repr(k) for k in row))
+                value = row[key]
+                if flag != "--label" and not isinstance(value, str):
+                    raise ClassificationDataError(f"{path} line {number}: {key!r} must be a "
+                                                  f"string, got {json.dumps(value)[:40]}")
+                if flag == "--label" and (value is None or isinstance(value, dict | list)):
+                    raise ClassificationDataError(f"{path} line {number}: label {key!r} must "
+                                                  f"be a string or number, got "
+                                                  f"{json.dumps(value)[:40]}")
+                values[flag] = value
+            label = values.get("--label")
+            if isinstance(label, bool):
+                label = str(label).lower()
+            examples.append(Example(len(examples), number, values["--text_a"],
+                                    values.get("--text_b"),
+                                    None if label is None else str(label).strip()))
+    return examples
+
+
+def read_examples(path: str, columns: Columns, labelled: bool = True) -> list[Example]:
+    """The rows of a TSV / CSV / JSON-lines file as examples. labelled=False (a file to
+    predict): the label column is not needed (and ignored when present)."""
+    kind = file_format(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} does not exist")
+    try:
+        if kind == "jsonl":
+            examples = _read_jsonl(path, columns, labelled)
+        else:
+            examples = _read_table(path, kind, columns, labelled)
+    except UnicodeDecodeError as e:
+        raise ClassificationDataError(f"{path} is not UTF-8 text (byte {e.start}: "
+                                      f"{e.reason})") from None
+    if not examples:
+        raise ClassificationDataError(f"{path} has no rows"
+                                      + (" after its header" if columns.header
+                                         and kind != "jsonl" else ""))
+    return examples
+
+
+# -- labels -----------------------------------------------------------------------------------
+
+
+def label_set(examples: list[Example]) -> tuple[str, ...]:
+    """The labels a training file uses, sorted (as numbers when they all are whole numbers, so
+    "2" < "10"), which fixes their ids."""
+    labels = {e.label for e in examples}
+
+    def whole(text):
+        try:
+            int(text)
+            return True
+        except ValueError:
+            return False
+
+    if all(whole(label) for label in labels):
+        return tuple(sorted(labels, key=int))
+    return tuple(sorted(labels))
+
+
+def label_values(examples: list[Example], path: str, task: str,
+                 labels: tuple[str, ...] | None) -> list:
+    """Each example's label as a class id (classification) or a float (regression); an error
+    names the line of the first label that is not in `labels` or not a number."""
+    if task == "regression":
+        values = []
+        for e in examples:
+            try:
+                value = float(e.label)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise ClassificationDataError(f"{path} line {e.line}: label {e.label!r} is not "
+                                              "a finite number (--task regression)")
+            values.append(value)
+        return values
+    ids = {label: i for i, label in enumerate(labels)}
+    for e in examples:
+        if e.label not in ids:
+            shown = ", ".join(repr(x) for x in labels[:20]) + (", ..." if len(labels) > 20
+                                                                else "")
+            raise ClassificationDataError(
+                f"{path} line {e.line}: label {e.label!r} is not one of the {len(labels)} "
+                f"labels ({shown}); give the full set with --labels")
+    return [ids[e.label] for e in examples]
+
+
+# -- features ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSettings:
+    """Everything that decides a file's features (and so its cache key)."""
+
+    max_seq_length: int
+    task: str
+    labels: tuple[str, ...] | None
+    columns: Columns
+    version: str = CACHE_VERSION
+
+    def __post_init__(self):
+        if self.max_seq_length < 8:
+            raise ValueError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
+        if self.task not in TASKS:
+            raise ValueError(f"--task must be one of {TASKS}, got {self.task!r}")
+
+
+@dataclasses.dataclass
+class Feature:
+    index: int
+    input_ids: list[int]
+    token_type_ids: list[int]
+    label: int | float  # -1 (classification) or 0.0 (regression) in an unlabelled file
+
+
+def truncate_pair(a: list, b: list | None, budget: int) -> bool:
+    """Cut a (and b) in place to `budget` tokens together, from the end of the longer one first
+    (BERT's rule). Returns whether anything was cut."""
+    if b is None:
+        cut = len(a) > budget
+        del a[budget:]
+        return cut
+    cut = False
+    while len(a) + len(b) > budget:
+        cut = True
+        (a if len(a) > len(b) else b).pop()
+    return cut
+
+
+def featurize(examples: list[Example], labels: list | None, tokenizer,
+              max_seq_length: int) -> tuple[list[Feature], dict]:
+    """Examples (and their label values, None when unlabelled) -> features and statistics:
+    examples, truncated (cut to fit), mean_length and max_length (tokens, specials included)."""
+    pair = examples[0].text_b is not None
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    tokens_a = tokenizer([e.text_a for e in examples], add_special_tokens=False)["input_ids"]
+    tokens_b = (tokenizer([e.text_b for e in examples], add_special_tokens=False)["input_ids"]
+                if pair else [None] * len(examples))
+    features, truncated, total, longest = [], 0, 0, 0
+    for i, e in enumerate(examples):
+        a, b = list(tokens_a[i]), (list(tokens_b[i]) if pair else None)
+        truncated += truncate_pair(a, b, max_seq_length - (3 if pair else 2))
+        ids = [cls_id, *a, sep_id]
+        types = [0] * len(ids)
+        if pair:
+            ids += [*b, sep_id]
+            types += [1] * (len(b) + 1)
+        label = labels[i] if labels is not None else -1
+        features.append(Feature(e.index, ids, types, label))
+        total += len(ids)
+        longest = max(longest, len(ids))
+    stats = {"examples": len(features), "truncated": truncated,
+             "mean_length": total / max(len(features), 1), "max_length": longest}
+    return features, stats
+
+
+def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bool) -> str:
+    """Of the file's and the vocabulary's bytes and the settings (as SQuAD's feature cache)."""
+    from albert.data.squad import cache_key as squad_cache_key
+
+    return squad_cache_key(path, settings, spm_model, training)
+
+
+def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
+                        regression: bool) -> None:
+    """<prefix>.tfrecord (unpadded features) + <prefix>.meta.json (statistics), atomically: the
+    .tfrecord is renamed into place last, so its presence means the cache is complete."""
+    import tensorflow as tf
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
+    tmp = prefix + ".tfrecord.tmp"
+    with tf.io.TFRecordWriter(tmp) as writer:
+        for f in features:
+            label = (tf.train.Feature(float_list=tf.train.FloatList(value=[f.label]))
+                     if regression else ints([f.label]))
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "input_ids": ints(f.input_ids),
+                "token_type_ids": ints(f.token_type_ids),
+                "labels": label,
+                "index": ints([f.index]),
+            }))
+            writer.write(example.SerializeToString())
+    with open(prefix + ".meta.json.tmp", "w", encoding="utf-8") as out:
+        json.dump(stats, out)
+    os.replace(prefix + ".meta.json.tmp", prefix + ".meta.json")
+    os.replace(tmp, prefix + ".tfrecord")
+
+
+def read_feature_meta(prefix: str) -> dict:
+    with open(prefix + ".meta.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def padded_length(longest, max_seq_length: int, multiple: int):
+    """The length a batch whose longest sequence is `longest` (an int32 scalar tensor) is padded
+    to: rounded up to a multiple of `multiple` (fewer distinct shapes for XLA to compile, and
+    tensor-core friendly), never past max_seq_length."""
+    import tensorflow as tf
+
+    rounded = (longest + multiple - 1) // multiple * multiple
+    return tf.minimum(rounded, max_seq_length)
+
+
+def feature_dataset(prefix: str, regression: bool, max_seq_length: int,
+                    padding: str = "batch", pad_to_multiple_of: int = 8):
+    """(records, parse): the cached features, and a function that turns a batch of serialized
+    records into model inputs [B, S] (S: the batch's longest, rounded up, or max_seq_length with
+    padding="max"), `labels` [B] (int32 ids or float32) and `index` [B] (row in the file)."""
+    import tensorflow as tf
+
+    if padding not in ("batch", "max"):
+        raise ValueError(f"padding must be 'batch' or 'max', got {padding!r}")
+    spec = {
+        "input_ids": tf.io.RaggedFeature(tf.int64),
+        "token_type_ids": tf.io.RaggedFeature(tf.int64),
+        "labels": tf.io.FixedLenFeature([], tf.float32 if regression else tf.int64),
+        "index": tf.io.FixedLenFeature([], tf.int64),
+    }
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        ids = tf.cast(parsed["input_ids"], tf.int32)
+        if padding == "max":
+            length = tf.constant(max_seq_length, tf.int32)
+        else:
+            length = padded_length(tf.cast(tf.reduce_max(ids.row_lengths()), tf.int32),
+                                   max_seq_length, pad_to_multiple_of)
+
+        def dense(ragged):
+            """[B, None] ragged -> [B, length], zeros after each row's end."""
+            x = ragged.to_tensor(0)
+            return tf.pad(x, [[0, 0], [0, length - tf.shape(x)[1]]])
+
+        labels = parsed["labels"] if regression else tf.cast(parsed["labels"], tf.int32)
+        return {
+            "input_ids": dense(ids),
+            "attention_mask": dense(tf.ones_like(ids)),
+            "token_type_ids": dense(tf.cast(parsed["token_type_ids"], tf.int32)),
+            "labels": labels,
+            "index": tf.cast(parsed["index"], tf.int32),
+        }
+
+    return tf.data.TFRecordDataset(prefix + ".tfrecord"), parse

@@ -1,0 +1,98 @@
+"""Fine-tuning a model on cached features: the wiring every fine-tuning runner shares.
+
+run_squad and run_classifier differ in their features, losses and scores; everything between
+"here are the training batches" and "the model is trained" is here: the batch plan and the
+number of updates, the optimizer and schedule, the XLA plan (recorded with the run), the Trainer,
+checkpoints and the start/resume policy, the input position, the loop, the final export.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+
+from albert.flags import FlagError, batch_plan_from_flags, started_from, xla_plan_from_flags
+
+logger = logging.getLogger("albert.finetune")
+
+
+def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, make_data,
+              spm_model: str, dist, metrics, what: str = "features", record=None):
+    """Fine-tune `model` (resuming the run in --checkpoint_dir when it started the same way).
+
+    make_data(plan, skip_records) -> a tf.data.Dataset of dicts of [accumulation, micro-batch, ...]
+    tensors, this rank's share, repeated, skipping `skip_records` of its records first.
+    `examples`: training examples (features) in all, for --num_train_epochs. `record`: extra
+    fields for the run record. Returns (status "done"|"stopped"|"finished", step, XLA plan).
+    """
+    from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
+    from albert.loop import fit
+    from albert.optimization import learning_rate_at, make_optimizer
+    from albert.trainer import Trainer
+
+    plan = batch_plan_from_flags(args, dist.size)
+    if examples < dist.size * plan.micro_batch:
+        raise FlagError(f"{args.train_file} gives {examples} {what}: too few for "
+                        f"{dist.size} rank(s) x --per_gpu_batch_size {plan.micro_batch}")
+    total_steps = args.total_steps or max(1, math.ceil(args.num_train_epochs * examples
+                                                       / plan.global_batch))
+    warmup = args.warmup_steps if args.warmup_steps is not None \
+        else int(args.warmup_proportion * total_steps)
+    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
+
+    def schedule(step):
+        return learning_rate_at(step, args.learning_rate, warmup, total_steps,
+                                args.end_learning_rate, args.decay_power, args.lr_decay)
+
+    previous = None
+    if dist.is_chief and not args.overwrite_checkpoint_dir:
+        previous = read_run_record(args.checkpoint_dir)
+    xla = xla_plan_from_flags(args, dist, recorded=(previous or {}).get("xla"))
+    if dist.is_chief:
+        logger.info("%s", xla.describe())
+    trainer = Trainer(model, loss_fn, optimizer, schedule, dist, metric_names=metric_names,
+                      accum_steps=plan.accumulation, precision=args.precision, xla=xla.update,
+                      xla_gradient=xla.gradient, eager=args.eager,
+                      max_grad_norm=args.max_grad_norm, fp16_allreduce=args.fp16_allreduce,
+                      seed=args.seed)
+    checkpoints = CheckpointHandler(args.checkpoint_dir, trainer.trackables(), dist,
+                                    keep=args.keep_checkpoints, config=model.config)
+    # A pretraining checkpoint holds the same backbone (model/albert/...); the task head keeps
+    # its fresh initialisation.
+    how = start_state(trainer, checkpoints, load_from=args.load_from,
+                      checkpoint_path=args.checkpoint_path,
+                      load_optimizer_state=args.load_optimizer_state,
+                      overwrite=args.overwrite_checkpoint_dir,
+                      record={"started_from": started_from(args), "xla": xla._asdict(),
+                              "batch_plan": plan.as_dict(), "total_steps": total_steps,
+                              "train_file": os.path.realpath(args.train_file),
+                              **(record or {}), "finished": False})
+    step = int(trainer.step)
+    if how == "resumed" and step >= total_steps:
+        if dist.is_chief:
+            print(f"fine-tuning already finished: {step} of {total_steps} updates in "
+                  f"{args.checkpoint_dir}; nothing to train (use a new --checkpoint_dir or "
+                  "--overwrite_checkpoint_dir to train again)", flush=True)
+        return "finished", step, xla
+
+    batches = iter(make_data(plan, 0))
+    checkpoints.track_data(batches, layout=plan)
+    if how == "resumed" and int(trainer.iterations) > 0 and not checkpoints.restore_data(step):
+        consumed = int(trainer.iterations) * plan.accumulation * plan.micro_batch
+        batches = iter(make_data(plan, consumed))
+        checkpoints.track_data(batches, layout=plan)
+    if dist.is_chief:
+        logger.info("fine-tuning: %d %s, %d steps, warmup %d; %s", examples, what, total_steps,
+                    warmup, plan.describe(args.max_seq_length, total_steps))
+    status = fit(trainer, batches, total_steps=total_steps, checkpoints=checkpoints,
+                 metrics=metrics, metrics_fn=metrics_fn,
+                 sequences_per_update=plan.global_batch, log_frequency=args.log_frequency,
+                 checkpoint_frequency=args.checkpoint_frequency, progress=not args.no_progress)
+    step = int(trainer.step)
+    if status == "done":
+        if dist.is_chief:
+            model.save_pretrained(os.path.join(args.checkpoint_dir, "final"),
+                                  spm_model=spm_model)
+        mark_finished(args.checkpoint_dir, step, dist)
+    return status, step, xla

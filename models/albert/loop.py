@@ -1,0 +1,114 @@
+"""The training loop shared by every runner, and the stop signal it checks between updates."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import time
+
+import tensorflow as tf
+
+logger = logging.getLogger("albert.loop")
+
+
+class StopSignal:
+    """Turns SIGTERM (spot interruption, SageMaker stop) into a flag the loop checks between steps,
+    so the run saves a checkpoint and exits cleanly instead of dying mid-update."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        print("SIGTERM received: saving a checkpoint and stopping", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+
+
+def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
+        sequences_per_update: int, log_frequency: int = 10, checkpoint_frequency: int = 1000,
+        evaluations=(), progress: bool = True, explain_data_error=None) -> str:
+    """Run updates until `trainer.step` reaches total_steps. Returns "done" or "stopped".
+
+    batches: an iterator of dicts of [accum, batch, ...] tensors. evaluations: (prefix,
+    frequency, fn) triples; fn() returns metrics logged under the prefix every `frequency` steps
+    and at the end (e.g. ("val", 1000, validate)). Checkpoints every checkpoint_frequency
+    steps (0: only at the end), at the end, and on SIGTERM. A corrupt input record
+    (DataLossError) saves the progress made so far, then raises explain_data_error(error).
+    """
+    from tqdm import tqdm
+
+    if log_frequency < 1:
+        raise ValueError(f"--log_frequency must be at least 1, got {log_frequency}")
+    dist = trainer.dist
+    step = int(trainer.step)
+    bar = tqdm(total=total_steps, initial=step, unit="step", mininterval=2.0, file=sys.stderr,
+               disable=not (progress and dist.is_chief))
+    last_saved = step
+    last_evaluated = {prefix: step for prefix, _, _ in evaluations}
+    # seq/s counts time spent fetching data and updating, not validating or checkpointing.
+    window_time, window_updates = 0.0, 0
+    with StopSignal() as stop:
+        while step < total_steps:
+            started = time.time()
+            try:
+                batch = next(batches)
+            except StopIteration:
+                raise ValueError("the training data ran out before --total_steps") from None
+            except tf.errors.DataLossError as e:
+                bar.close()
+                if last_saved != step:
+                    logger.warning("corrupt input at step %d: saving the progress first", step)
+                    checkpoints.save(step)
+                if explain_data_error is not None:
+                    raise explain_data_error(e) from None
+                raise
+            result = trainer.train_step(batch)
+            new_step = int(trainer.step)  # waits for the update to finish
+            window_time += time.time() - started
+            window_updates += 1
+            advanced = new_step > step
+            step = new_step
+            bar.update(1 if advanced else 0)
+            if advanced and step % log_frequency == 0:
+                values = metrics_fn(trainer.pop_sums())
+                values.update(
+                    learning_rate=float(result["learning_rate"]),
+                    loss_scale=float(trainer.loss_scale),
+                    grad_norm=float(trainer.grad_norm),
+                    weight_norm=trainer.weight_norm(),
+                    seq_per_sec=window_updates * sequences_per_update / max(window_time, 1e-9),
+                    skipped_updates=int(trainer.skipped),
+                )
+                bar.clear()
+                metrics.log("train", step, values)
+                window_time, window_updates = 0.0, 0
+            for prefix, frequency, evaluate in evaluations:
+                if advanced and frequency and step % frequency == 0:
+                    metrics.log(prefix, step, evaluate())
+                    last_evaluated[prefix] = step
+            if advanced and checkpoint_frequency and step % checkpoint_frequency == 0:
+                checkpoints.save(step)
+                last_saved = step
+            stop_now = stop.requested
+            if dist.size > 1:  # every rank stops at the same update
+                stop_now = dist.allreduce_sum([tf.constant(float(stop_now))])[0] > 0
+            if stop_now:
+                if last_saved != step:
+                    checkpoints.save(step)
+                bar.close()
+                return "stopped"
+    bar.close()
+    for prefix, _, evaluate in evaluations:
+        if last_evaluated[prefix] != step:
+            metrics.log(prefix, step, evaluate())
+    if last_saved != step:
+        checkpoints.save(step)
+    return "done"

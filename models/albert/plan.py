@@ -1,0 +1,253 @@
+"""The batch plan: how the global batch splits over ranks, micro-batches and accumulation.
+
+    global batch = per-GPU micro-batch x accumulation steps x ranks
+
+Given --global_batch_size and --per_gpu_batch_size, the accumulation is derived (as NVIDIA's
+BERT scripts do); given all three, they must agree; given the global batch and the accumulation,
+the micro-batch is derived. Nothing is silently ignored: a combination that does not divide is an
+error naming the flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class PlanError(ValueError):
+    """Batch flags that cannot be satisfied; the message names them."""
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    ranks: int
+    micro_batch: int
+    accumulation: int
+
+    @property
+    def global_batch(self) -> int:
+        return self.ranks * self.micro_batch * self.accumulation
+
+    def describe(self, seq_length: int, total_steps: int | None = None) -> str:
+        text = (f"batch plan: {self.micro_batch} x {self.accumulation} x {self.ranks} = "
+                f"{self.global_batch} (per-GPU micro-batch x accumulation steps x ranks = "
+                f"sequences per update); {self.global_batch * seq_length:,} tokens per update at "
+                f"sequence length {seq_length}")
+        if total_steps:
+            text += (f"; {total_steps:,} updates = {self.global_batch * total_steps:,} "
+                     f"sequences in all")
+        return text
+
+    def as_dict(self) -> dict:
+        return {"ranks": self.ranks, "micro_batch": self.micro_batch,
+                "accumulation": self.accumulation, "global_batch": self.global_batch}
+
+
+def resolve_batch_plan(ranks: int, per_gpu: int | None, global_batch: int | None,
+                       accumulation: int | None, default_micro_batch: int) -> BatchPlan:
+    """The plan from --per_gpu_batch_size, --global_batch_size and --gradient_accumulation_steps
+    (None where not given) for `ranks` processes."""
+    for flag, value in (("--per_gpu_batch_size", per_gpu), ("--global_batch_size", global_batch),
+                        ("--gradient_accumulation_steps", accumulation)):
+        if value is not None and value < 1:
+            raise PlanError(f"{flag} must be at least 1, got {value}")
+    if global_batch is None:
+        return BatchPlan(ranks, per_gpu or default_micro_batch, accumulation or 1)
+    if per_gpu is not None and accumulation is not None:
+        if per_gpu * accumulation * ranks != global_batch:
+            raise PlanError(
+                f"--global_batch_size {global_batch} disagrees with --per_gpu_batch_size "
+                f"{per_gpu} x --gradient_accumulation_steps {accumulation} x {ranks} rank(s) = "
+                f"{per_gpu * accumulation * ranks}; give two of the three")
+        return BatchPlan(ranks, per_gpu, accumulation)
+    if accumulation is not None:
+        micro, rest = divmod(global_batch, ranks * accumulation)
+        if rest or micro < 1:
+            raise PlanError(f"--global_batch_size {global_batch} is not divisible by {ranks} "
+                            f"rank(s) x --gradient_accumulation_steps {accumulation}")
+        return BatchPlan(ranks, micro, accumulation)
+    micro = per_gpu or default_micro_batch
+    accumulation, rest = divmod(global_batch, ranks * micro)
+    if rest or accumulation < 1:
+        given = "--per_gpu_batch_size" if per_gpu else "the default per-GPU batch"
+        raise PlanError(f"--global_batch_size {global_batch} is not a multiple of {given} "
+                        f"{micro} x {ranks} rank(s); choose sizes where micro-batch x ranks "
+                        f"divides the global batch")
+    return BatchPlan(ranks, micro, accumulation)
+
+
+# -- the memory plan ----------------------------------------------------------------------------
+# Per-GPU memory of a training run, estimated from the config before anything is built. GB in
+# this module is GiB (2^30 bytes), as nvidia-smi and TensorFlow count device memory.
+
+GIB = 2 ** 30
+RECOMPUTE = ("none", "layers")
+HEADS = ("pretraining", "squad", "classifier")
+COMPUTE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+# What the framework itself holds beside the tensors counted below. GPU: the CUDA context and the
+# cuBLAS/cuDNN/XLA workspaces (the allocator's peak does not see them). CPU: the whole process
+# before the first update (Python, TensorFlow, the compiled step), measured as peak RSS.
+RUNTIME_BYTES = {"gpu": 1 * GIB, "cpu": 1 * GIB}
+# Horovod's fusion buffer (HOROVOD_FUSION_THRESHOLD, 128 MiB by default).
+FUSION_BUFFER_BYTES = 128 * 2 ** 20
+# TensorFlow's tape sums a shared variable's gradients once more than 4 are pending (and they
+# pass 128 MiB): with recomputation, up to this many per-application gradient partials of a
+# shared layer are alive at the backward pass's peak.
+PENDING_GRADIENTS = 5
+
+
+def parameter_count(config, head: str = "pretraining", num_labels: int = 2) -> int:
+    """Exact trainable parameter count of the model a runner builds (all float32 variables)."""
+    if head not in HEADS:
+        raise ValueError(f"head must be one of {HEADS}, got {head!r}")
+    c = config
+    e, h, i = c.embedding_size, c.hidden_size, c.intermediate_size
+    embeddings = (c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * e + 2 * e
+    layer = 4 * h * h + 2 * h * i + 9 * h + i
+    encoder = e * h + h + c.num_hidden_groups * c.inner_group_num * layer
+    encoder += 2 * h if c.pre_layer_norm else 0
+    if head == "pretraining":
+        top = (h * h + h) + (h * e + 3 * e + c.vocab_size) + (2 * h + 2)
+    elif head == "squad":
+        top = 2 * h + 2
+    else:
+        top = (h * h + h) + (h * num_labels + num_labels)
+    return embeddings + encoder + top
+
+
+def activation_bytes(config, seq_length: int, micro_batch: int, precision: str = "fp32",
+                     recompute: str = "none", max_predictions: int = 20,
+                     head: str = "pretraining") -> int:
+    """Bytes of activations alive at the peak of one micro-batch's forward + backward pass.
+
+    Per transformer layer application, with T = B x S tokens, c = bytes of the compute dtype and
+    A = B x N x S x S attention scores, the forward pass keeps for the backward pass:
+        T x H x (5c + 12)   the matmul inputs (x, q, k, v, context) and the float32 LayerNorm
+                            inputs and residual stream
+        T x I x 3c          the FFN pre-activation, its GELU intermediate and output
+        A x (4 + c')        float32 softmax output (+ its compute-dtype copy, c' = c below fp32)
+        T x 16              LayerNorm statistics
+    and with dropout on, the random bits of each mask (4 bytes an element, u32) and the masked
+    probabilities (A x 4). The backward pass adds one layer's activation gradients (the working
+    set). With recompute "layers" only each application's input (T x H float32) is kept, plus one
+    layer's activations recomputed, its working set and the pending gradient partials of the
+    shared layer weights (see PENDING_GRADIENTS).
+    """
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"--recompute must be one of {RECOMPUTE}, got {recompute!r}")
+    c = COMPUTE_BYTES[precision]
+    cfg = config
+    b, s = micro_batch, seq_length
+    t, h, i, e = b * s, cfg.hidden_size, cfg.intermediate_size, cfg.embedding_size
+    scores = b * cfg.num_attention_heads * s * s
+    hidden_dropout = cfg.hidden_dropout_prob > 0
+    attention_dropout = cfg.attention_probs_dropout_prob > 0
+    kept = (t * h * (5 * c + 12 + (8 if hidden_dropout else 0))
+            + t * i * 3 * c
+            + scores * (4 + (c if c < 4 else 0) + (8 if attention_dropout else 0))
+            + t * 16)
+    working = t * h * 8 + t * i * 4 + scores * 4
+    # Embeddings (E wide) and the head: MLM logits, their softmax and gradient (float32, P rows).
+    top = t * e * 12
+    if head == "pretraining":
+        top += b * max_predictions * (3 * 4 * cfg.vocab_size + 8 * (h + e))
+    applications = cfg.num_hidden_layers * cfg.inner_group_num
+    if recompute == "none":
+        return applications * kept + working + top
+    per_distinct = applications // (cfg.num_hidden_groups * cfg.inner_group_num)
+    layer_params = 4 * h * h + 2 * h * i + 9 * h + i
+    partials = min(per_distinct, PENDING_GRADIENTS) * layer_params * 4
+    return applications * t * h * 4 + kept + working + top + partials
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Estimated peak memory of one rank, in bytes, by what holds it."""
+    weights: int
+    gradients: int
+    optimizer: int
+    allreduce: int
+    activations: int
+    runtime: int
+    micro_batch: int
+    seq_length: int
+    precision: str
+    recompute: str
+    device: str
+
+    @property
+    def total(self) -> int:
+        return (self.weights + self.gradients + self.optimizer + self.allreduce
+                + self.activations + self.runtime)
+
+    def describe(self) -> str:
+        def gb(n):
+            return f"{n / GIB:.2f}"
+
+        return (f"memory plan: {gb(self.total)} GB per {self.device.upper()} = weights "
+                f"{gb(self.weights)} + gradients {gb(self.gradients)} + optimizer slots "
+                f"{gb(self.optimizer)} + allreduce {gb(self.allreduce)} + activations "
+                f"{gb(self.activations)} (micro-batch {self.micro_batch} at sequence length "
+                f"{self.seq_length}, {self.precision}, recompute {self.recompute}) + runtime "
+                f"{gb(self.runtime)}")
+
+    def as_dict(self) -> dict:
+        return {"weights": self.weights, "gradients": self.gradients,
+                "optimizer": self.optimizer, "allreduce": self.allreduce,
+                "activations": self.activations, "runtime": self.runtime, "total": self.total,
+                "micro_batch": self.micro_batch, "seq_length": self.seq_length,
+                "precision": self.precision, "recompute": self.recompute, "device": self.device}
+
+
+def memory_plan(config, seq_length: int, micro_batch: int, *, precision: str = "fp32",
+                recompute: str = "none", ranks: int = 1, accumulation: int = 1,
+                fp16_allreduce: bool = False, max_predictions: int = 20,
+                head: str = "pretraining", num_labels: int = 2,
+                device: str = "gpu") -> MemoryPlan:
+    """The memory one rank needs for a run (see MemoryPlan).
+
+    Weights, gradients and the optimizer's two slots (m and v of LAMB/AdamW) are float32 whatever
+    the precision (the Keras mixed policies keep float32 variables). With accumulation the summed
+    gradients live beside the micro-batch's own. Across ranks the allreduce holds the averaged
+    copy of the gradients and Horovod's fusion buffer (and fp16 copies with --fp16_allreduce).
+    """
+    if precision not in COMPUTE_BYTES:
+        raise ValueError(f"--precision must be one of {sorted(COMPUTE_BYTES)}, got {precision!r}")
+    if device not in RUNTIME_BYTES:
+        raise ValueError(f"device must be one of {sorted(RUNTIME_BYTES)}, got {device!r}")
+    params = parameter_count(config, head, num_labels)
+    weights = params * 4
+    gradients = weights * (2 if accumulation > 1 else 1)
+    allreduce = 0
+    if ranks > 1:
+        wire = params * (2 if fp16_allreduce else 4)
+        allreduce = weights + min(FUSION_BUFFER_BYTES, wire) + (2 * wire if fp16_allreduce else 0)
+    return MemoryPlan(
+        weights=weights, gradients=gradients, optimizer=2 * weights, allreduce=allreduce,
+        activations=activation_bytes(config, seq_length, micro_batch, precision, recompute,
+                                     max_predictions, head),
+        runtime=RUNTIME_BYTES[device], micro_batch=micro_batch, seq_length=seq_length,
+        precision=precision, recompute=recompute, device=device)
+
+
+def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchPlan:
+    """The batch plan with the largest micro-batch m that `fits(m)` and makes --global_batch_size
+    exactly (m x accumulation x ranks); m runs over the divisors of global_batch / ranks, bisected
+    (fits is taken to be monotone: what fits at m fits below m). `why` names the budget in the
+    error when not even one sequence fits."""
+    per_rank, rest = divmod(global_batch, ranks)
+    if rest or per_rank < 1:
+        raise PlanError(f"--global_batch_size {global_batch} is not divisible by {ranks} "
+                        "rank(s), so no micro-batch makes it exactly")
+    divisors = [d for d in range(1, per_rank + 1) if per_rank % d == 0]
+    lo, hi, best = 0, len(divisors) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if fits(divisors[mid]):
+            best, lo = divisors[mid], mid + 1
+        else:
+            hi = mid - 1
+    if best is None:
+        raise PlanError(f"--per_gpu_batch_size auto: not even a micro-batch of 1 fits {why}; "
+                        "try --recompute layers, a lower --precision or a shorter "
+                        "--max_seq_length")
+    return BatchPlan(ranks, best, per_rank // best)

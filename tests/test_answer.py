@@ -1,0 +1,166 @@
+"""albert.answer as a user runs it: the same answers as run_squad's predictions.json, from a
+checkpoint and from an exported SavedModel, one question at a time, and clear errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert.data.squad_sample import write_sample
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+# The settings both commands get. A short window makes most contexts span several windows. A
+# briefly trained model prefers "no answer" almost everywhere, which would leave few spans to
+# compare; with this threshold both commands give every question its best span, and the
+# no-answer rule is checked separately (null scores, and a threshold that splits the questions).
+WINDOW = ["--max_seq_length", "96", "--doc_stride", "48", "--max_query_length", "24",
+          "--null_score_diff_threshold", "1e9"]
+
+
+def run_module(module, argv, check=True, timeout=300):
+    proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True,
+                          timeout=timeout, env=ENV)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def finetuned(sample_vocab, tmp_path_factory):
+    """A tiny QA model fine-tuned briefly by run_squad, its dev predictions, and the dev
+    questions as JSON lines."""
+    out = tmp_path_factory.mktemp("answer")
+    train, dev = write_sample(str(out / "data"), "v2.0", train_questions=320, dev_questions=48,
+                              seed=11)
+    run_module("albert.run_squad", [
+        "--train_file", train, "--predict_file", dev, "--model_size", "tiny",
+        "--spm_model", sample_vocab, *WINDOW, "--per_gpu_batch_size", "16",
+        "--learning_rate", "1e-3", "--total_steps", "60", "--warmup_steps", "6",
+        "--eval_batch_size", "16", "--skip_xla", "--no_progress",
+        "--output_dir", str(out / "pred"), "--cache_dir", str(out / "cache"),
+        "--checkpoint_dir", str(out / "ckpt"), "--log_dir", str(out / "logs")], timeout=600)
+    predictions = json.loads((out / "pred" / "predictions.json").read_text())
+    null_odds = json.loads((out / "pred" / "null_odds.json").read_text())
+    lines = []
+    for article in json.loads(open(dev, encoding="utf-8").read())["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                lines.append({"id": qa["id"], "question": qa["question"],
+                              "context": paragraph["context"]})
+    with open(out / "questions.jsonl", "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+    return out, predictions, null_odds, lines
+
+
+def answers_of(path):
+    return [json.loads(line) for line in open(path, encoding="utf-8")]
+
+
+def check_same_as_run_squad(rows, finetuned, threshold=1e9):
+    """rows (answer's output) against run_squad's predictions and null odds: the same span for
+    every question, the same null score difference, and "" exactly where it exceeds
+    `threshold`."""
+    _, predictions, null_odds, lines = finetuned
+    assert [r["id"] for r in rows] == [q["id"] for q in lines]
+    assert all(predictions.values())  # at 1e9 run_squad answered every question
+    expected = {q: ("" if null_odds[q] > threshold else span) for q, span in predictions.items()}
+    assert {r["id"]: r["answer"] for r in rows} == expected
+    for r in rows:
+        assert r["question"] == next(q["question"] for q in lines if q["id"] == r["id"])
+        assert r["best_span"] == predictions[r["id"]] and isinstance(r["score"], float)
+        assert r["null_score_diff"] == pytest.approx(null_odds[r["id"]], abs=1e-4)
+        assert r["no_answer"] == (r["answer"] == "")
+    assert len(set(predictions.values())) > 5  # spans differ from question to question
+
+
+def test_answers_from_checkpoint_equal_run_squad(finetuned):
+    out = finetuned[0]
+    run_module("albert.answer", ["--model", str(out / "ckpt" / "final"), "--input",
+                                 str(out / "questions.jsonl"), "--output",
+                                 str(out / "from_hf.jsonl"), "--batch_size", "16", *WINDOW])
+    check_same_as_run_squad(answers_of(out / "from_hf.jsonl"), finetuned)
+
+
+def test_answers_from_saved_model_equal_run_squad(finetuned):
+    out, _, null_odds, _ = finetuned
+    # Exported from the trainer's own checkpoint directory, the vocabulary found in its final/.
+    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--task", "qa",
+                                 "--output_dir", str(out / "serving" / "1")])
+    # A threshold between two of run_squad's null score differences, in the widest gap near the
+    # middle, so that some questions get "" and the rest their span.
+    diffs = sorted(null_odds.values())
+    middle = diffs[len(diffs) // 4:3 * len(diffs) // 4 + 1]
+    low, high = max(zip(middle[:-1], middle[1:], strict=True), key=lambda p: p[1] - p[0])
+    assert high - low > 1e-3
+    threshold = (low + high) / 2
+    proc = run_module("albert.answer", ["--model", str(out / "serving" / "1"), "--input",
+                                        str(out / "questions.jsonl"), "--batch_size", "16",
+                                        *WINDOW, "--null_score_diff_threshold", str(threshold)])
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    check_same_as_run_squad(rows, finetuned, threshold)
+    answered = sum(not r["no_answer"] for r in rows)
+    assert 0 < answered < len(rows)
+    assert "window" in proc.stderr  # the progress bar
+
+
+def test_one_question(finetuned):
+    out, predictions, _, lines = finetuned
+    question = lines[0]
+    proc = run_module("albert.answer", ["--model", str(out / "ckpt" / "final"), "--question",
+                                        question["question"], "--context", question["context"],
+                                        *WINDOW, "--output", str(out / "one.jsonl")])
+    assert f"answer: {predictions[question['id']]}\n" in proc.stdout
+    assert "no_answer: false\n" in proc.stdout
+    (row,) = answers_of(out / "one.jsonl")
+    assert row["answer"] == predictions[question["id"]]
+    assert f"score: {row['score']:.4f}\n" in proc.stdout
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing_input", "--input {tmp}/nope.jsonl does not exist"),
+    ("empty_question", "--question is empty"),
+    ("no_context", "--question needs a non-empty --context"),
+    ("bad_line", "bad.jsonl line 2 is not valid JSON"),
+    ("blank_question", "bad.jsonl line 1: \"question\" must be a non-empty string"),
+    ("missing_model", "--model {tmp}/nope does not exist"),
+    ("pretraining_export", "is not a question-answering SavedModel (its serving_default "
+                           "signature returns mlm_logits, sop_logits"),
+    ("long_window", "--max_seq_length 384 exceeds the model's max_position_embeddings (64)"),
+])
+def test_clear_errors(case, message, sample_vocab, tmp_path):
+    from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
+
+    model = str(tmp_path)
+    argv = ["--question", "who?", "--context", "it is mira."]
+    if case == "missing_input":
+        argv = ["--input", str(tmp_path / "nope.jsonl")]
+    elif case == "empty_question":
+        argv = ["--question", "  ", "--context", "it is mira."]
+    elif case == "no_context":
+        argv = ["--question", "who?"]
+    elif case in ("bad_line", "blank_question"):
+        first = {"question": "who?", "context": "it is mira."}
+        if case == "blank_question":
+            first["question"] = ""
+        (tmp_path / "bad.jsonl").write_text(json.dumps(first) + "\n{oops\n")
+        argv = ["--input", str(tmp_path / "bad.jsonl")]
+    elif case == "missing_model":
+        model = str(tmp_path / "nope")
+    elif case == "pretraining_export":
+        from albert.export import export_saved_model
+
+        config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=64)
+        model = export_saved_model(AlbertForPreTraining(config).build_for_config(),
+                                   str(tmp_path / "serving" / "1"), "pretraining", sample_vocab)
+    elif case == "long_window":
+        config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=64)
+        AlbertForQuestionAnswering(config).build_for_config().save_pretrained(
+            tmp_path / "hf", spm_model=sample_vocab)
+        model = str(tmp_path / "hf")
+    proc = run_module("albert.answer", ["--model", model, *argv], check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message.format(tmp=tmp_path) in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

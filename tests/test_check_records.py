@@ -1,0 +1,72 @@
+"""python -m albert.check_records as a user runs it: good shards, damaged shards, wrong shapes."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import PREDS, SEQ
+from test_reader import damage, write_records
+
+
+def check_records(*argv):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.run([sys.executable, "-m", "albert.check_records", *argv],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def bad_lines(stdout):
+    return [line for line in stdout.splitlines() if line.startswith("BAD ")]
+
+
+def test_check_records_names_exactly_the_damaged_shards(sample_records, tmp_path):
+    """Item 8a: a truncated shard and a bit-flipped one are listed, with the record where the
+    damage starts; the good ones are not; exit 1 with a summary line."""
+    shutil.copytree(sample_records / "train", tmp_path / "train")
+    files = sorted(str(p) for p in (tmp_path / "train").iterdir())
+    good = check_records("train", "--filesystem_prefix", str(tmp_path), "--no_progress")
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.splitlines()[-1].startswith("checked 4 files, ")
+    assert "shapes --max_seq_length 64 --max_predictions_per_seq 10" in good.stdout
+    assert good.stdout.rstrip().endswith("all good; 0 empty")
+
+    damage(files)
+    proc = check_records(str(tmp_path / "train" / "*"), "--max_seq_length", str(SEQ),
+                         "--max_predictions_per_seq", str(PREDS), "--no_progress")
+    assert proc.returncode == 1, proc.stderr
+    lines = bad_lines(proc.stdout)
+    assert [line.split(":")[0] for line in lines] == [f"BAD {files[1]}", f"BAD {files[2]}"]
+    assert "corrupt at record" in lines[0] and "truncated record" in lines[0]
+    assert "corrupt at record" in lines[1] and "corrupted record" in lines[1]
+    assert proc.stdout.splitlines()[-1].endswith(
+        "2 bad (2 corrupt, 0 wrong shape, 0 unreadable); 0 empty")
+    assert "Traceback" not in proc.stderr
+
+
+def test_check_records_finds_wrong_shapes_gzip_and_empty(tmp_path):
+    """Item 8a (shapes): without flags, shapes come from the first record and a shard of another
+    generator run is named; GZIP shards are read; empty ones are reported but not bad."""
+    write_records(tmp_path / "part-00000-of-00002.tfrecord.gz", 5, 64, 10, gzip=True)
+    write_records(tmp_path / "part-00001-of-00002.tfrecord", 5, 64, 10)
+    write_records(tmp_path / "part-00001-of-00004.tfrecord", 5, 128, 10)
+    write_records(tmp_path / "part-00002-of-00002.tfrecord", 0, 64, 10)
+    proc = check_records(str(tmp_path), "--no_progress")
+    assert proc.returncode == 1, proc.stderr
+    assert bad_lines(proc.stdout) == [
+        f"BAD {tmp_path / 'part-00001-of-00004.tfrecord'}: wrong shape at record 0: feature "
+        "'input_ids' has length 128, but --max_seq_length asks for 64"]
+    assert f"EMPTY {tmp_path / 'part-00002-of-00002.tfrecord'}: no records" in proc.stdout
+    assert "checked 4 files, 10 good records" in proc.stdout
+    assert proc.stdout.rstrip().endswith("1 bad (0 corrupt, 1 wrong shape, 0 unreadable); 1 empty")
+
+    ok = check_records(str(tmp_path / "part-*-of-00002*"), "--no_progress")
+    assert ok.returncode == 0 and "checked 3 files, 10 good records" in ok.stdout
+
+
+def test_check_records_usage_errors(tmp_path):
+    proc = check_records(str(tmp_path / "nothing*"))
+    assert proc.returncode == 2
+    assert "\nerror: no TFRecord files match" in "\n" + proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = check_records(str(tmp_path), "--max_seq_length", "0")
+    assert proc.returncode == 2 and "--max_seq_length must be >= 1" in proc.stderr

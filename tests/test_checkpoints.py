@@ -1,0 +1,218 @@
+"""Checkpoints and the start policy: fallback, config checks, partial restores, run records."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import make_trainer
+
+from albert.checkpoints import CheckpointHandler, start_state
+from albert.distributed import Distributed
+from albert.optimization import make_optimizer
+from albert.trainer import Trainer
+
+
+def test_truncated_latest_checkpoint_falls_back(batches, tmp_path):
+    trainer = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(), keep=3)
+    trainer.train_step(batches[0])
+    handler.save(1)
+    good = [v.numpy().copy() for v in trainer.model.trainable_variables]
+    trainer.train_step(batches[1])
+    latest = handler.save(2)
+    data_file = [f for f in os.listdir(tmp_path) if f.startswith("ckpt-2.data")][0]
+    with open(tmp_path / data_file, "r+b") as f:
+        f.truncate(100)
+    fresh = make_trainer()
+    restored = CheckpointHandler(str(tmp_path), fresh.trackables(), Distributed()).restore_latest()
+    assert restored.endswith("ckpt-1") and latest.endswith("ckpt-2")
+    assert int(fresh.step) == 1
+    for g, v in zip(good, fresh.model.trainable_variables, strict=True):
+        np.testing.assert_array_equal(g, v.numpy())
+
+
+def test_checkpoint_from_different_config_is_refused(batches, tmp_path):
+    trainer = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(),
+                                config=trainer.model.config)
+    handler.save(1)
+    other = make_trainer(vocab=1000)
+    with pytest.raises(ValueError, match="vocab_size: checkpoint 2000 vs this run 1000"):
+        CheckpointHandler(str(tmp_path), other.trackables(), Distributed(),
+                          config=other.model.config).restore_latest()
+
+
+def test_qa_model_starts_from_a_pretraining_checkpoint(batches, tmp_path):
+    from albert import AlbertForQuestionAnswering
+
+    pre = make_trainer()
+    pre.train_step(batches[0])
+    CheckpointHandler(str(tmp_path / "pre"), pre.trackables(), Distributed(),
+                      config=pre.model.config).save(1)
+    qa_model = AlbertForQuestionAnswering(pre.model.config).build_for_config()
+    qa_opt = make_optimizer("adamw", qa_model.trainable_variables)
+    qa = Trainer(qa_model, None, qa_opt, lambda s: 0.0, Distributed(), metric_names=[])
+    handler = CheckpointHandler(str(tmp_path / "qa"), qa.trackables(), Distributed(),
+                                config=qa_model.config)
+    start_state(qa, handler, load_from="checkpoint", checkpoint_path=str(tmp_path / "pre"))
+    np.testing.assert_array_equal(qa_model.albert.encoder.shared_layers[0].ffn.kernel.numpy(),
+                                  pre.model.albert.encoder.shared_layers[0].ffn.kernel.numpy())
+    assert int(qa.step) == 0  # weights only: the fine-tuning schedule starts at 0
+    other = tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(tmp_path / "other" / "ckpt"))
+    with pytest.raises(ValueError, match="holds no ALBERT model weights"):
+        handler.restore(other, partial="weights")
+
+
+def _trained_dir(batches, tmp_path, steps=(1, 2)):
+    trainer = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(), keep=5)
+    for step, b in zip(steps, batches, strict=False):
+        trainer.train_step(b)
+        handler.save(step)
+    return trainer
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbled"])
+def test_unusable_index_finds_checkpoints_by_their_files(damage, batches, tmp_path):
+    trained = _trained_dir(batches, tmp_path)
+    index = tmp_path / "checkpoint"
+    if damage == "missing":
+        index.unlink()
+    else:
+        index.write_bytes(b"\x00\xffnot a checkpoint state {{{")
+    fresh = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), fresh.trackables(), Distributed())
+    restored = handler.restore_latest()
+    assert restored.endswith("ckpt-2") and int(fresh.step) == 2
+    np.testing.assert_array_equal(fresh.model.trainable_variables[0].numpy(),
+                                  trained.model.trainable_variables[0].numpy())
+    # A later save writes a fresh index and keeps the old checkpoints.
+    handler.save(3)
+    assert {"ckpt-2.index", "ckpt-3.index"} <= set(os.listdir(tmp_path))
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-3")
+
+
+def test_full_disk_save_names_the_directory_and_keeps_the_previous(batches, tmp_path,
+                                                                   monkeypatch):
+    from albert.checkpoints import CheckpointError
+
+    trainer = _trained_dir(batches, tmp_path, steps=(1,))
+    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+
+    def full(*args, **kwargs):
+        os.makedirs(tmp_path / "ckpt-2_temp", exist_ok=True)  # what a failed write leaves
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    monkeypatch.setattr(handler.manager, "save", full)
+    with pytest.raises(CheckpointError) as e:
+        handler.save(2)
+    assert f"saving the step 2 checkpoint in {tmp_path} failed (No space left on device)" in \
+        str(e.value)
+    assert "ckpt-1" in str(e.value) and "is the disk full" in str(e.value)
+    assert not (tmp_path / "ckpt-2_temp").exists()
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-1")
+
+
+def test_keep_checkpoints_zero_names_the_flag(tmp_path):
+    from albert.checkpoints import CheckpointError
+
+    trainer = make_trainer()
+    with pytest.raises(CheckpointError, match="--keep_checkpoints must be at least 1, got 0"):
+        CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(), keep=0)
+
+
+def test_stale_temporaries_of_interrupted_saves_are_removed_at_start(batches, tmp_path):
+    _trained_dir(batches, tmp_path, steps=(1,))
+    (tmp_path / "ckpt-7_temp").mkdir()
+    (tmp_path / "ckpt-7_temp" / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"x" * 99)
+    stale = tmp_path / "data" / "1x8x1" / "rank-0" / "ckpt-7_temp"
+    stale.mkdir(parents=True)
+    trainer = make_trainer()
+    CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+    assert not (tmp_path / "ckpt-7_temp").exists() and not stale.exists()
+    assert (tmp_path / "ckpt-1.index").exists()
+
+
+def test_structural_mismatch_is_reported_not_skipped_as_unreadable(batches, tmp_path):
+    from albert import AlbertForQuestionAnswering
+    from albert.checkpoints import CheckpointError
+
+    _trained_dir(batches, tmp_path)
+    pre = make_trainer()
+    qa_model = AlbertForQuestionAnswering(pre.model.config).build_for_config()
+    qa = Trainer(qa_model, None, make_optimizer("adamw", qa_model.trainable_variables),
+                 lambda s: 0.0, Distributed(), metric_names=[])
+    handler = CheckpointHandler(str(tmp_path), qa.trackables(), Distributed())
+    with pytest.raises(CheckpointError, match="does not match this model and optimizer"):
+        handler.restore_latest()
+
+
+def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_records, tmp_path):
+    from conftest import PREDS, SEQ
+
+    from albert.data.reader import pretraining_dataset
+    from albert.plan import BatchPlan
+
+    def data():
+        return iter(pretraining_dataset("train", 4, SEQ, PREDS,
+                                        filesystem_prefix=str(sample_records), seed=3,
+                                        shuffle_buffer=50))
+
+    trainer = make_trainer()
+    layout = BatchPlan(1, 4, 1)
+    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+    straight = data()
+    handler.track_data(straight, layout=layout)
+    for _ in range(7):
+        next(straight)
+    handler.save(7)
+    expected = [next(straight)["input_ids"].numpy() for _ in range(3)]
+    resumed = data()
+    other = CheckpointHandler(str(tmp_path), make_trainer().trackables(), Distributed())
+    other.track_data(resumed, layout=layout)
+    assert other.restore_data(7)
+    for want in expected:
+        np.testing.assert_array_equal(next(resumed)["input_ids"].numpy(), want)
+    # Another batch plan has no position of its own: the caller replays instead.
+    again = CheckpointHandler(str(tmp_path), make_trainer().trackables(), Distributed())
+    again.track_data(data(), layout=BatchPlan(1, 8, 1))
+    assert not again.restore_data(7)
+
+
+def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_path):
+    from albert.checkpoints import CheckpointError, read_run_record
+
+    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
+    first = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    assert start_state(first, handler, load_from="scratch", checkpoint_path=None,
+                       record={"started_from": start}) == "new"
+    first.train_step(batches[0])
+    handler.save(1)
+    again = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), again.trackables(), Distributed())
+    assert start_state(again, handler, load_from="scratch", checkpoint_path=None,
+                       record={"started_from": start}) == "resumed"
+    assert int(again.step) == 1
+    other = {**start, "load_from": "pretrained", "checkpoint_path": "/models/x"}
+    with pytest.raises(CheckpointError, match="holds a run started from scratch; this command "
+                                              "starts from pretrained /models/x"):
+        start_state(make_trainer(), handler, load_from="pretrained", checkpoint_path="/models/x",
+                    record={"started_from": other})
+    fresh = make_trainer()
+    assert start_state(fresh, handler, load_from="pretrained", checkpoint_path="/models/x",
+                       record={"started_from": other}, overwrite=True) == "new"
+    assert int(fresh.step) == 0 and not handler.has_checkpoints()
+    assert read_run_record(str(tmp_path))["started_from"] == other
+
+
+def test_second_phase_carries_weights_and_optimizer_moments_not_the_step(batches, tmp_path):
+    phase1 = _trained_dir(batches, tmp_path / "p1")
+    phase2 = make_trainer()
+    handler = CheckpointHandler(str(tmp_path / "p2"), phase2.trackables(), Distributed())
+    start_state(phase2, handler, load_from="checkpoint", checkpoint_path=str(tmp_path / "p1"),
+                load_optimizer_state=True)
+    assert int(phase2.step) == 0 and int(phase2.iterations) == 0
+    np.testing.assert_array_equal(phase2.optimizer.m[0].numpy(), phase1.optimizer.m[0].numpy())
+    assert float(np.abs(phase2.optimizer.m[0].numpy()).sum()) > 0

@@ -1,0 +1,268 @@
+"""Classification files -> examples -> features -> padded batches, and the bundled sample task."""
+
+import json
+
+import numpy as np
+import pytest
+
+from albert.data import classification as data
+from albert.data.classification import (
+    GLUE_TASKS,
+    ClassificationDataError,
+    Columns,
+    read_examples,
+)
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+# -- the GLUE files' layouts ------------------------------------------------------------------
+
+# The header and one row of each GLUE distribution file, as they are (MNLI's train file has 12
+# columns, dev_matched 16; quotes are text).
+GLUE_FILES = {
+    "sst2": ("sentence\tlabel\n", "it 's a \"charming\" journey . \t1\n"),
+    "mrpc": ("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n",
+             "1\t702876\t702977\tAmrozi accused his brother .\tReferring to him , he said .\n"),
+    "qqp": ("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n",
+            "133273\t213221\t213222\tHow is the life?\tHow is \"life\" there?\t0\n"),
+    "mnli": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+             "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n",
+             "0\t31193\t31193n\tgovernment\t( ( x ) )\t( y )\t(ROOT x)\t(ROOT y)\t"
+             "Conceptually cream skimming has two dimensions .\tProduct and geography are what "
+             "make it work .\tneutral\tneutral\n"),
+    "qnli": ("index\tquestion\tsentence\tlabel\n",
+             "0\tWhat came into force?\tThe law came into force .\tentailment\n"),
+    "rte": ("index\tsentence1\tsentence2\tlabel\n",
+            "0\tNo weapons were found .\tWeapons were found .\tnot_entailment\n"),
+    "cola": ("", "gj04\t1\t\tOur friends won't buy this analysis .\n"),  # no header
+    "stsb": ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\t"
+             "score\n",
+             "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\tA plane is taking off .\t"
+             "An air plane is taking off .\t5.000\n"),
+}
+
+
+@pytest.mark.parametrize("task", sorted(GLUE_TASKS))
+def test_glue_presets_read_the_real_layouts(task, tmp_path):
+    header, row = GLUE_FILES[task]
+    preset = GLUE_TASKS[task]
+    path = write(tmp_path / "dev.tsv", header + row + row)
+    examples = read_examples(path, preset.columns)
+    assert len(examples) == 2 and examples[1].index == 1
+    assert examples[0].text_a.strip() and examples[0].text_a[0].isupper() or task == "sst2"
+    assert (examples[0].text_b is None) == (task in ("sst2", "cola"))
+    values = data.label_values(examples, path, preset.task, preset.labels)
+    if preset.task == "regression":
+        assert values == [5.0, 5.0]
+    else:
+        assert preset.labels[values[0]] == examples[0].label
+
+
+def test_tsv_quotes_are_text_and_lines_are_numbered(tmp_path):
+    path = write(tmp_path / "t.tsv", 'sentence\tlabel\n"an open quote\tpos\n\nclosed" here\tneg\n')
+    examples = read_examples(path, Columns("sentence"))
+    assert [e.text_a for e in examples] == ['"an open quote', 'closed" here']
+    assert [e.line for e in examples] == [2, 4]  # the blank line is skipped, not renumbered
+    assert [e.index for e in examples] == [0, 1]
+
+
+def test_csv_quoting_and_jsonl(tmp_path):
+    path = write(tmp_path / "t.csv", 'text,other,y\n"a, quoted\nfield",x,1\nplain,x,0\n')
+    examples = read_examples(path, Columns("text", "other", "y"))
+    assert [(e.text_a, e.text_b, e.label, e.line) for e in examples] == [
+        ("a, quoted\nfield", "x", "1", 2), ("plain", "x", "0", 4)]
+    path = write(tmp_path / "t.jsonl", '{"q": "first", "y": 1}\n\n{"q": "second", "y": true}\n')
+    examples = read_examples(path, Columns("q", None, "y"))
+    assert [(e.text_a, e.label, e.line) for e in examples] == [("first", "1", 1),
+                                                               ("second", "true", 3)]
+
+
+def test_files_to_predict_need_no_label(tmp_path):
+    path = write(tmp_path / "test.tsv", "index\tsentence\n0\tfirst\n1\tsecond\n")
+    examples = read_examples(path, Columns("sentence", None, "label"), labelled=False)
+    assert [e.label for e in examples] == [None, None]
+    with pytest.raises(ClassificationDataError, match="no column 'label' .*--label"):
+        read_examples(path, Columns("sentence", None, "label"))
+
+
+@pytest.mark.parametrize("name, text, columns, message", [
+    ("t.tsv", "sentence\tlabel\nfine\t1\n", Columns("sentense"),
+     r"t.tsv has no column 'sentense' \(--text_a\); its columns are: 'sentence', 'label'"),
+    ("t.tsv", "", Columns("sentence"), r"t.tsv is empty"),
+    ("t.tsv", "sentence\tlabel\n\n", Columns("sentence"), "t.tsv has no rows after its header"),
+    ("t.tsv", "sentence\tlabel\na\t1\nb\t0\tstray\nc\t1\n", Columns("sentence"),
+     r"t.tsv line 3: 3 fields where the header has 2"),
+    ("t.tsv", "x\t1\t\ty\nz\t0\n", Columns(3, None, 1, header=False),
+     r"t.tsv line 2: 2 fields where the first row has 4"),
+    ("t.tsv", "x\t1\n", Columns(3, None, 1, header=False), r"line 1: --text_a 3 is past"),
+    ("t.csv", 'a,label\n"unclosed,1\n', Columns("a"), r"t.csv line \d+: "),
+    ("t.jsonl", '{"sentence": "a", "label": 1}\n{"sentence": "b"\n', Columns("sentence"),
+     r"t.jsonl line 2: not valid JSON"),
+    ("t.jsonl", '{"sentence": "a", "label": 1}\n{"text": "b", "label": 0}\n',
+     Columns("sentence"), r"t.jsonl line 2: no key 'sentence' \(--text_a\)"),
+    ("t.jsonl", '["a", 1]\n', Columns("sentence"), "line 1: expected a JSON object"),
+    ("t.jsonl", '{"sentence": "a", "label": 1}\n', Columns(0, None, 1),
+     "--text_a must be a key, not the position 0"),
+    ("t.txt", "a\n", Columns("sentence"), "cannot tell its format from the name"),
+])
+def test_bad_files_are_named_with_their_line(name, text, columns, message, tmp_path):
+    path = write(tmp_path / name, text)
+    with pytest.raises(ClassificationDataError, match=message):
+        read_examples(path, columns)
+
+
+def test_bad_encoding_and_missing_file(tmp_path):
+    path = tmp_path / "t.tsv"
+    path.write_bytes(b"sentence\tlabel\ncaf\xe9\t1\n")
+    with pytest.raises(ClassificationDataError, match="t.tsv is not UTF-8"):
+        read_examples(str(path), Columns("sentence"))
+    with pytest.raises(FileNotFoundError, match="nope.tsv does not exist"):
+        read_examples(str(tmp_path / "nope.tsv"), Columns("sentence"))
+
+
+def test_labels_sorted_checked_and_numeric(tmp_path):
+    path = write(tmp_path / "t.tsv", "sentence\tlabel\na\t10\nb\t2\nc\t2\nd\t0\n")
+    examples = read_examples(path, Columns("sentence"))
+    labels = data.label_set(examples)
+    assert labels == ("0", "2", "10")  # as numbers
+    assert data.label_values(examples, path, "classification", labels) == [2, 1, 1, 0]
+    assert data.label_set([data.Example(0, 1, "a", None, "neg"),
+                           data.Example(1, 2, "b", None, "pos"),
+                           data.Example(2, 3, "c", None, "neg")]) == ("neg", "pos")
+    with pytest.raises(ClassificationDataError,
+                       match=r"t.tsv line 3: label '2' is not one of the 2 labels \('0', '10'\)"):
+        data.label_values(examples, path, "classification", ("0", "10"))
+    assert data.label_values(examples, path, "regression", None) == [10.0, 2.0, 2.0, 0.0]
+    bad = write(tmp_path / "r.tsv", "sentence\tlabel\na\t0.5\nb\tn/a\n")
+    with pytest.raises(ClassificationDataError, match="r.tsv line 3: label 'n/a' is not a "
+                                                      "finite number"):
+        data.label_values(read_examples(bad, Columns("sentence")), bad, "regression", None)
+
+
+# -- features ---------------------------------------------------------------------------------
+
+
+def test_truncate_pair_cuts_the_longer_first():
+    a, b = list(range(10)), list(range(4))
+    assert data.truncate_pair(a, b, 8)
+    assert (len(a), len(b)) == (4, 4) and a == [0, 1, 2, 3]
+    a, b = list(range(3)), list(range(9))
+    assert data.truncate_pair(a, b, 7) and (len(a), len(b)) == (3, 4)
+    a = list(range(5))
+    assert not data.truncate_pair(a, None, 5) and len(a) == 5
+    assert data.truncate_pair(a, None, 2) and a == [0, 1]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(sample_vocab):
+    from albert.tokenization import load_tokenizer
+
+    return load_tokenizer(sample_vocab)
+
+
+def test_featurize_matches_the_tokenizers_pair_encoding(tokenizer):
+    examples = [data.Example(0, 2, "The debugger stops at a breakpoint.",
+                             "Format strings hold replacement fields.", "1"),
+                data.Example(1, 3, "Short.", "x " * 200, "0")]
+    features, stats = data.featurize(examples, [1, 0], tokenizer, 32)
+    reference = tokenizer(examples[0].text_a, examples[0].text_b, return_token_type_ids=True)
+    assert features[0].input_ids == reference["input_ids"]
+    assert features[0].token_type_ids == reference["token_type_ids"]
+    assert features[0].label == 1 and features[1].label == 0
+    long = features[1]
+    assert len(long.input_ids) == 32 and long.input_ids[0] == tokenizer.cls_token_id
+    assert long.input_ids.count(tokenizer.sep_token_id) == 2 and long.input_ids[-1] == 3
+    assert stats["truncated"] == 1 and stats["max_length"] == 32
+    single, _ = data.featurize([data.Example(0, 1, "Hello there.", None, None)], None,
+                               tokenizer, 16)
+    assert single[0].input_ids == tokenizer("Hello there.")["input_ids"]
+    assert set(single[0].token_type_ids) == {0} and single[0].label == -1
+
+
+@pytest.mark.parametrize("padding, multiple, expected", [("batch", 8, 16), ("batch", 1, 11),
+                                                          ("max", 8, 40)])
+def test_batches_are_padded_to_their_longest(tokenizer, tmp_path, padding, multiple, expected):
+    import tensorflow as tf
+
+    examples = [data.Example(i, i + 2, "word " * n, None, str(i % 2))
+                for i, n in enumerate([3, 9, 5, 2])]
+    features, stats = data.featurize(examples, [0, 1, 0, 1], tokenizer, 40)
+    data.write_feature_cache(features, stats, str(tmp_path / "f"), regression=False)
+    assert data.read_feature_meta(str(tmp_path / "f"))["examples"] == 4
+    records, parse = data.feature_dataset(str(tmp_path / "f"), False, 40, padding, multiple)
+    batch = parse(next(iter(records.batch(4))))
+    lengths = [len(f.input_ids) for f in features]
+    assert max(lengths) == 11
+    assert batch["input_ids"].shape == (4, expected)
+    for i, f in enumerate(features):
+        np.testing.assert_array_equal(batch["input_ids"][i, :lengths[i]], f.input_ids)
+        assert int(tf.reduce_sum(batch["input_ids"][i, lengths[i]:])) == 0
+        assert int(tf.reduce_sum(batch["attention_mask"][i])) == lengths[i]
+    np.testing.assert_array_equal(batch["labels"], [0, 1, 0, 1])
+    np.testing.assert_array_equal(batch["index"], [0, 1, 2, 3])
+    assert batch["labels"].dtype == tf.int32
+
+
+def test_regression_labels_are_float(tokenizer, tmp_path):
+    features, stats = data.featurize([data.Example(0, 2, "a b", "c", "3.2")], [3.2], tokenizer, 16)
+    data.write_feature_cache(features, stats, str(tmp_path / "r"), regression=True)
+    records, parse = data.feature_dataset(str(tmp_path / "r"), True, 16)
+    batch = parse(next(iter(records.batch(1))))
+    assert batch["labels"].dtype.name == "float32"
+    assert float(batch["labels"][0]) == pytest.approx(3.2)
+
+
+def test_cache_key_follows_file_vocabulary_and_settings(sample_vocab, tmp_path):
+    path = write(tmp_path / "t.tsv", "sentence\tlabel\na\t1\n")
+    settings = data.FeatureSettings(128, "classification", ("0", "1"), Columns("sentence"))
+    key = data.cache_key(path, settings, sample_vocab, True)
+    assert key == data.cache_key(path, settings, sample_vocab, True)
+    assert key != data.cache_key(path, settings, sample_vocab, False)
+    other = data.FeatureSettings(128, "classification", ("1", "0"), Columns("sentence"))
+    assert key != data.cache_key(path, other, sample_vocab, True)  # label ids differ
+    write(tmp_path / "t.tsv", "sentence\tlabel\nb\t1\n")
+    assert key != data.cache_key(path, settings, sample_vocab, True)
+
+
+# -- the bundled sample task ------------------------------------------------------------------
+
+
+def test_sample_topic_task(tmp_path):
+    import subprocess
+    import sys
+
+    from albert.data.classification_sample import DEFAULT_TOPICS
+
+    proc = subprocess.run([sys.executable, "-m", "albert.data.classification_sample",
+                           "--output_dir", str(tmp_path / "topic"), "--seed", "1"],
+                          capture_output=True, text=True, check=True)
+    assert "majority-class dev accuracy" in proc.stdout
+    columns = Columns("sentence")
+    splits = {name: read_examples(str(tmp_path / "topic" / f"{name}.tsv"), columns,
+                                  labelled=name != "test")
+              for name in ("train", "dev", "test")}
+    texts = {name: {e.text_a for e in examples} for name, examples in splits.items()}
+    assert not texts["train"] & texts["dev"] and not texts["train"] & texts["test"]
+    assert data.label_set(splits["train"]) == tuple(sorted(DEFAULT_TOPICS))
+    assert len(splits["train"]) > 4 * len(splits["dev"]) > 0
+    header = (tmp_path / "topic" / "test.tsv").read_text().splitlines()[0]
+    assert header == "index\tsentence"  # GLUE's test layout, unlabelled
+    bad = subprocess.run([sys.executable, "-m", "albert.data.classification_sample",
+                          "--output_dir", str(tmp_path / "x"), "--topics", "debugger,nope"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "error: unknown help topic(s) nope" in bad.stderr
+
+
+def test_sample_same_topic_pairs_are_balanced(tmp_path):
+    from albert.data.classification_sample import write_task
+
+    counts = write_task(str(tmp_path), "same_topic", seed=2)
+    dev = read_examples(str(tmp_path / "dev.tsv"), Columns("sentence1", "sentence2"))
+    assert counts["dev"] == len(dev) and counts["dev_majority"] == 0.5
+    assert {e.label for e in dev} == {"same", "different"}
+    assert all(e.text_b for e in dev)
+    assert json.dumps(counts)  # plain numbers

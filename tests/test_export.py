@@ -1,0 +1,210 @@
+"""albert.export as a user runs it: the SavedModel's signature as saved_model_cli shows it, and a
+fresh process that loads it without this package reproducing the Keras model."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
+
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+# Runs in a fresh interpreter: TensorFlow only. It fails if anything imported albert.
+SERVE = """
+import sys
+import numpy as np
+import tensorflow as tf
+
+loaded = tf.saved_model.load(sys.argv[1])
+serve = loaded.signatures["serving_default"]
+inputs = np.load(sys.argv[2])
+out = {}
+for case in ("a", "b"):
+    result = serve(**{name: tf.constant(inputs[f"{case}_{name}"])
+                      for name in ("input_ids", "attention_mask", "token_type_ids")})
+    for name, value in result.items():
+        assert value.dtype == tf.float32, (name, value.dtype)
+        out[f"{case}_{name}"] = value.numpy()
+assert not [m for m in sys.modules if m == "albert" or m.startswith("albert.")]
+np.savez(sys.argv[3], **out)
+"""
+
+
+def tiny(vocab_size=2000):
+    return AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_hidden_groups=2, num_attention_heads=4,
+                        intermediate_size=48, max_position_embeddings=64)
+
+
+def batches(seed=0):
+    """Two batches with different batch sizes and sequence lengths, padded rows included."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for case, (batch, seq) in (("a", (3, 11)), ("b", (5, 37))):
+        ids = rng.integers(5, 2000, size=(batch, seq), dtype=np.int32)
+        lengths = rng.integers(seq // 2, seq + 1, size=batch)
+        mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+        types = (np.arange(seq)[None, :] >= (lengths // 2)[:, None]).astype(np.int32) * mask
+        out.update({f"{case}_input_ids": ids * mask, f"{case}_attention_mask": mask,
+                    f"{case}_token_type_ids": types})
+    return out
+
+
+def export(argv, check=True):
+    proc = subprocess.run([sys.executable, "-m", "albert.export", *argv], capture_output=True,
+                          text=True, timeout=300, env=ENV)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc
+
+
+def serve_without_albert(saved_model, inputs, tmp_path):
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    proc = subprocess.run([sys.executable, "-c", SERVE, str(saved_model),
+                           str(tmp_path / "inputs.npz"), str(tmp_path / "outputs.npz")],
+                          capture_output=True, text=True, timeout=300, env=ENV, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(np.load(tmp_path / "outputs.npz"))
+
+
+def keras_outputs(model, inputs, names):
+    out = {}
+    for case in ("a", "b"):
+        result = model({k: inputs[f"{case}_{k}"] for k in ("input_ids", "attention_mask",
+                                                            "token_type_ids")})
+        for name in names:
+            out[f"{case}_{name}"] = result[name].numpy()
+    return out
+
+
+def trainer_checkpoint(model, directory):
+    """What training.CheckpointHandler writes: model=... among other trackables, config.json."""
+    step = tf.Variable(7, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
+                                         str(directory), max_to_keep=2)
+    manager.save(checkpoint_number=7)
+    model.config.to_json_file(directory / "config.json")
+
+
+def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
+    tf.keras.utils.set_random_seed(0)
+    model = AlbertForQuestionAnswering(tiny()).build_for_config()
+    trainer_checkpoint(model, tmp_path / "ckpt")
+    out = tmp_path / "serving" / "1"
+    proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--task", "qa",
+                   "--output_dir", str(out), "--spm_model", sample_vocab])
+    assert "exported qa SavedModel" in proc.stdout
+    assert sorted(os.listdir(out / "assets")) == ["config.json", "spiece.model"]
+    assert AlbertConfig.from_json_file(out / "assets" / "config.json") == model.config
+
+    shown = subprocess.run([SAVED_MODEL_CLI, "show", "--dir", str(out), "--all"],
+                           capture_output=True, text=True, timeout=120, env=ENV, check=True).stdout
+    signature = shown.split("signature_def['serving_default']:")[1].split("Method name")[0]
+    for name in ("input_ids", "attention_mask", "token_type_ids"):
+        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_INT32\n        shape: (-1, -1)" \
+            in signature, signature
+    for name in ("start_logits", "end_logits"):
+        assert f"outputs['{name}'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, -1)" \
+            in signature, signature
+
+    inputs = batches()
+    served = serve_without_albert(out, inputs, tmp_path)
+    expected = keras_outputs(model, inputs, ("start_logits", "end_logits"))
+    assert sorted(served) == sorted(expected)
+    for key, value in expected.items():
+        np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
+    assert served["a_start_logits"].shape == (3, 11)
+    assert served["b_start_logits"].shape == (5, 37)
+
+
+def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
+    tf.keras.utils.set_random_seed(1)
+    model = AlbertForPreTraining(tiny()).build_for_config()
+    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    out = tmp_path / "serving" / "3"
+    export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "pretraining",
+            "--output_dir", str(out)])  # the vocabulary is found beside the weights
+    with open(sample_vocab, "rb") as a, open(out / "assets" / "spiece.model", "rb") as b:
+        assert a.read() == b.read()
+    inputs = batches(seed=1)
+    served = serve_without_albert(out, inputs, tmp_path)
+    expected = keras_outputs(model, inputs, ("mlm_logits", "sop_logits"))
+    assert served["b_mlm_logits"].shape == (5, 37, 2000)
+    for key, value in expected.items():
+        np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
+
+
+def test_export_replaces_an_existing_version(tmp_path):
+    from albert.export import export_saved_model
+
+    out = tmp_path / "serving" / "1"
+    first = AlbertForQuestionAnswering(tiny(vocab_size=50)).build_for_config()
+    export_saved_model(first, str(out), "qa")
+    second = AlbertForQuestionAnswering(tiny(vocab_size=60)).build_for_config()
+    export_saved_model(second, str(out), "qa")
+    assert json.loads((out / "assets" / "config.json").read_text())["vocab_size"] == 60
+    assert sorted(os.listdir(tmp_path / "serving")) == ["1"]  # no temporary leftovers
+    with pytest.raises(ValueError, match="--task pretraining needs a model with a predictions"):
+        export_saved_model(second, str(tmp_path / "x"), "pretraining")
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing", "--checkpoint_path {tmp}/nope does not exist"),
+    ("no_vocab", "no vocabulary beside"),
+    ("no_qa_head", "hf lacks weights the AlbertForQuestionAnswering model needs (missing "
+                   "qa_outputs.weight"),
+    ("pretraining_ckpt_as_qa", "lacks weights the AlbertForQuestionAnswering model needs"),
+])
+def test_export_errors(case, message, sample_vocab, tmp_path):
+    model = AlbertForPreTraining(tiny()).build_for_config()
+    argv = ["--task", "qa", "--output_dir", str(tmp_path / "out")]
+    if case == "missing":
+        argv += ["--checkpoint_path", str(tmp_path / "nope")]
+    elif case == "no_vocab":
+        model.save_pretrained(tmp_path / "hf")
+        argv += ["--checkpoint_path", str(tmp_path / "hf")]
+    elif case == "no_qa_head":
+        model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+        argv += ["--checkpoint_path", str(tmp_path / "hf")]
+    else:
+        trainer_checkpoint(model, tmp_path / "ckpt")
+        argv += ["--checkpoint_path", str(tmp_path / "ckpt" / "ckpt-7"),
+                 "--spm_model", sample_vocab]
+    proc = export(argv, check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message.format(tmp=tmp_path) in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_mixed_precision_model_is_exported_in_float32(tmp_path):
+    """run_squad --precision bf16 hands export_saved_model a bfloat16-compute model: the
+    SavedModel computes in float32 with the same weights."""
+    import keras
+
+    from albert.export import export_saved_model
+
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    mixed = AlbertForQuestionAnswering(tiny()).build_for_config()
+    keras.mixed_precision.set_global_policy("float32")
+    reference = AlbertForQuestionAnswering(tiny()).build_for_config()
+    for target, source in zip(reference.weights, mixed.weights, strict=True):
+        target.assign(source.numpy())
+    out = export_saved_model(mixed, str(tmp_path / "serving" / "1"), "qa")
+    serve = tf.saved_model.load(out).signatures["serving_default"]
+    inputs = batches(seed=2)
+    expected = keras_outputs(reference, inputs, ("start_logits", "end_logits"))
+    bf16 = keras_outputs(mixed, inputs, ("start_logits", "end_logits"))
+    assert max(np.abs(bf16[k] - expected[k]).max() for k in expected) > 1e-3  # bf16 differs
+    for case in ("a", "b"):
+        result = serve(**{name: tf.constant(inputs[f"{case}_{name}"])
+                          for name in ("input_ids", "attention_mask", "token_type_ids")})
+        for name in ("start_logits", "end_logits"):
+            np.testing.assert_allclose(result[name].numpy(), expected[f"{case}_{name}"],
+                                       atol=1e-5)

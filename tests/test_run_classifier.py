@@ -1,0 +1,306 @@
+"""run_classifier as a user runs it: learning a task, exact multi-rank scoring, GLUE layouts,
+prediction-only runs, resuming, errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert.data.classification_sample import write_task
+
+HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+TWO_RANKS = (HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2")
+
+
+def run_classifier(argv, timeout=600, check=True, launcher=()):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_classifier", *argv],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def read_tsv(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+@pytest.fixture(scope="module")
+def topic_task(tmp_path_factory):
+    """Which of four help topics a sentence comes from (albert.data.classification_sample)."""
+    out = tmp_path_factory.mktemp("topic")
+    counts = write_task(str(out), "topic", seed=0)
+    return out, counts
+
+
+def training_argv(topic_dir, vocab, out, batch=32):
+    return ["--train_file", str(topic_dir / "train.tsv"), "--eval_file",
+            str(topic_dir / "dev.tsv"), "--predict_file", str(topic_dir / "test.tsv"),
+            "--model_size", "tiny", "--config_override", "num_hidden_layers=2",
+            "--spm_model", vocab, "--max_seq_length", "64", "--per_gpu_batch_size", str(batch),
+            "--learning_rate", "5e-4", "--num_train_epochs", "5", "--log_frequency", "50",
+            "--output_dir", str(out / "out"), "--cache_dir", str(out / "cache"),
+            "--checkpoint_dir", str(out / "ckpt"), "--log_dir", str(out / "logs"),
+            "--no_progress", "--xla", "off"]  # not auto: its timing probe differs by CPU
+
+
+@pytest.fixture(scope="module")
+def finetuned(topic_task, sample_vocab, tmp_path_factory):
+    out = tmp_path_factory.mktemp("topic_run")
+    argv = training_argv(topic_task[0], sample_vocab, out)
+    proc = run_classifier(argv)
+    return out, argv, proc
+
+
+def test_tiny_model_learns_the_topic_task(finetuned, topic_task):
+    out, _, proc = finetuned
+    _, counts = topic_task
+    result = json.loads((out / "out" / "eval_results.json").read_text())
+    baseline = counts["dev_majority"]  # always answering the commonest topic
+    print(f"dev accuracy {result['accuracy']:.3f} (majority class {baseline:.3f})")
+    assert result["accuracy"] > baseline + 0.15
+    assert result["mcc"] > 0.3
+    assert result["examples"] == counts["dev"] and result["metric"] == "accuracy"
+    assert result["labels"] == sorted(result["labels"]) and len(result["labels"]) == 4
+    assert f"accuracy {result['accuracy']:.4f}" in proc.stdout
+    # eval_predictions.tsv holds every dev example once, and its accuracy is the reported one.
+    rows = read_tsv(out / "out" / "eval_predictions.tsv")
+    assert [int(r["index"]) for r in rows] == list(range(counts["dev"]))
+    hits = sum(r["label"] == r["prediction"] for r in rows)
+    assert hits / len(rows) == pytest.approx(result["accuracy"])
+    # predictions.tsv: GLUE's submission layout, one known label per test row.
+    predicted = read_tsv(out / "out" / "predictions.tsv")
+    assert len(predicted) == counts["test"]
+    assert {r["prediction"] for r in predicted} <= set(result["labels"])
+    # The log: training loss falls; eval scores in the JSON lines and TensorBoard.
+    records = [json.loads(line) for line in open(out / "logs" / "metrics.jsonl")]
+    train_rows = [r for r in records if r["split"] == "train"]
+    assert train_rows[-1]["loss"] < train_rows[0]["loss"]
+    eval_rows = [r for r in records if r["split"] == "eval"]
+    assert eval_rows[-1]["accuracy"] == pytest.approx(result["accuracy"])
+    assert list((out / "logs").glob("events.out.tfevents.*"))
+    # The final export is a Hugging Face classifier with its label names.
+    config = json.loads((out / "ckpt" / "final" / "config.json").read_text())
+    assert list(config["id2label"].values()) == result["labels"]
+
+
+def test_two_ranks_score_exactly_as_one(finetuned, topic_task, tmp_path):
+    """Evaluation split over horovodrun -np 2 and gathered on rank 0 gives the one-process
+    scores and predictions, from the exported model (labels from its id2label). Only the loss
+    may differ in the last bits: each rank's batches are padded to other lengths."""
+    out, _, _ = finetuned
+    topic_dir, _ = topic_task
+    proc = run_classifier(["--eval_file", str(topic_dir / "dev.tsv"), "--predict_file",
+                           str(topic_dir / "test.tsv"), "--load_from", "pretrained",
+                           "--checkpoint_path", str(out / "ckpt" / "final"), "--max_seq_length",
+                           "64", "--eval_batch_size", "24", "--cache_dir", str(tmp_path / "c"),
+                           "--output_dir", str(tmp_path / "two"), "--log_dir",
+                           str(tmp_path / "logs"), "--no_progress", "--xla", "off"],
+                          launcher=TWO_RANKS)
+    assert "eval on" in proc.stdout
+    one = json.loads((out / "out" / "eval_results.json").read_text())
+    two = json.loads((tmp_path / "two" / "eval_results.json").read_text())
+    one.pop("step"), two.pop("step")
+    assert two.pop("loss") == pytest.approx(one.pop("loss"), abs=1e-6)
+    assert two == one  # accuracy, MCC, counts and labels exactly
+    for name in ("eval_predictions.tsv", "predictions.tsv"):
+        assert (tmp_path / "two" / name).read_text() == (out / "out" / name).read_text()
+
+
+def test_two_rank_training_learns_as_one_rank(finetuned, topic_task, sample_vocab, tmp_path):
+    """horovodrun -np 2 with half the per-GPU batch (the same global batch of 32) reaches the
+    one-process accuracy: same margin over the baseline, within a few dev examples."""
+    out, _, _ = finetuned
+    _, counts = topic_task
+    proc = run_classifier(training_argv(topic_task[0], sample_vocab, tmp_path, batch=16),
+                          launcher=TWO_RANKS)
+    assert "batch plan: 16 x 1 x 2 = 32" in proc.stderr
+    one = json.loads((out / "out" / "eval_results.json").read_text())
+    two = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    print(f"dev accuracy: 1 rank {one['accuracy']:.3f}, 2 ranks {two['accuracy']:.3f}")
+    assert two["accuracy"] > counts["dev_majority"] + 0.15
+    assert abs(two["accuracy"] - one["accuracy"]) < 0.12
+
+
+def test_padding_to_the_batch_longest_changes_no_prediction(finetuned, topic_task, tmp_path):
+    out, _, _ = finetuned
+    topic_dir, _ = topic_task
+    common = ["--eval_file", str(topic_dir / "dev.tsv"), "--load_from", "checkpoint",
+              "--checkpoint_path", str(out / "ckpt"), "--max_seq_length", "64", "--cache_dir",
+              str(out / "cache"), "--log_dir", str(tmp_path / "logs"), "--no_progress",
+              "--xla", "off"]
+    proc = run_classifier(common + ["--padding", "max", "--output_dir", str(tmp_path / "max")])
+    assert "using cached features" in proc.stderr  # training cached the dev features
+    fixed = json.loads((tmp_path / "max" / "eval_results.json").read_text())
+    batched = json.loads((out / "out" / "eval_results.json").read_text())
+    assert fixed["accuracy"] == batched["accuracy"]
+    assert fixed["loss"] == pytest.approx(batched["loss"], abs=1e-5)
+    assert ((tmp_path / "max" / "eval_predictions.tsv").read_text()
+            == (out / "out" / "eval_predictions.tsv").read_text())
+
+
+def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(finetuned, tmp_path):
+    out, argv, _ = finetuned
+    argv = [a if a != str(out / "out") else str(tmp_path / "out") for a in argv]
+    proc = run_classifier(argv)
+    assert "fine-tuning already finished" in proc.stdout
+    assert "train step" not in proc.stdout
+    again = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert again == json.loads((out / "out" / "eval_results.json").read_text())
+
+
+# -- GLUE layouts end to end ------------------------------------------------------------------
+
+
+def glue_files(task, directory, pairs):
+    """Train/dev/test files in the GLUE task's own layout, written from (a, b, label, score)."""
+    def rows(split):
+        return [p for i, p in enumerate(pairs) if (i % 4 == 0) == (split == "dev")]
+
+    layouts = {
+        # CoLA: no header in train/dev (source, label, original mark, sentence); test has one.
+        "cola": (None, lambda i, a, b, y, s: ["gj04", y, "", a], ["index", "sentence"],
+                 lambda i, a, b: [i, a]),
+        "mrpc": (["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                 lambda i, a, b, y, s: [y, 100 + i, 200 + i, a, b],
+                 ["index", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                 lambda i, a, b: [i, 100 + i, 200 + i, a, b]),
+        "stsb": (["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                  "sentence1", "sentence2", "score"],
+                 lambda i, a, b, y, s: [i, "main", "x", "2012", i, "none", "none", a, b, s],
+                 ["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                  "sentence1", "sentence2"],
+                 lambda i, a, b: [i, "main", "x", "2012", i, "none", "none", a, b]),
+    }
+    header, row, test_header, test_row = layouts[task]
+    for split in ("train", "dev", "test"):
+        lines = [test_header] if split == "test" else ([header] if header else [])
+        for i, (a, b, y, s) in enumerate(rows("dev" if split == "test" else split)):
+            lines.append(test_row(i, a, b) if split == "test" else row(i, a, b, y, s))
+        (directory / f"{split}.tsv").write_text(
+            "".join("\t".join(str(x) for x in line) + "\n" for line in lines), encoding="utf-8")
+    return directory
+
+
+@pytest.mark.parametrize("task, metrics", [("cola", {"mcc", "accuracy"}),
+                                           ("mrpc", {"f1", "accuracy", "mcc"}),
+                                           ("stsb", {"pearson", "spearman"})])
+def test_glue_presets_run_end_to_end(task, metrics, sample_vocab, tmp_path):
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    pairs = [(f"the {words[i % 6]} module is here .", f"a {words[(i * 5) % 6]} one .",
+              str(i % 2), f"{(i % 6) * 0.8:.3f}") for i in range(48)]
+    d = glue_files(task, tmp_path, pairs)
+    proc = run_classifier(["--glue_task", task, "--train_file", str(d / "train.tsv"),
+                           "--eval_file", str(d / "dev.tsv"), "--predict_file",
+                           str(d / "test.tsv"), "--model_size", "tiny", "--config_override",
+                           "num_hidden_layers=1", "--spm_model", sample_vocab,
+                           "--max_seq_length", "32", "--per_gpu_batch_size", "8",
+                           "--total_steps", "3", "--output_dir", str(tmp_path / "o"),
+                           "--cache_dir", str(tmp_path / "c"), "--checkpoint_dir",
+                           str(tmp_path / "k"), "--log_dir", str(tmp_path / "l"),
+                           "--no_progress", "--xla", "off"])
+    result = json.loads((tmp_path / "o" / "eval_results.json").read_text())
+    assert metrics <= set(result) and result["examples"] == 12
+    assert result["metric"] == {"cola": "mcc", "mrpc": "f1", "stsb": "pearson"}[task]
+    assert result["task"] == ("regression" if task == "stsb" else "classification")
+    predicted = read_tsv(tmp_path / "o" / "predictions.tsv")
+    assert [int(r["index"]) for r in predicted] == list(range(12))
+    if task == "stsb":
+        assert all(float(r["prediction"]) == float(r["prediction"]) for r in predicted)
+        assert "regression: one output" in proc.stderr
+        config = json.loads((tmp_path / "k" / "final" / "config.json").read_text())
+        assert config["problem_type"] == "regression"
+    else:
+        assert {r["prediction"] for r in predicted} <= {"0", "1"}
+
+
+def test_jsonl_pairs_and_regression_without_a_preset(sample_vocab, tmp_path):
+    rows = [{"q": f"question {i} ?", "a": f"answer {i % 3} .", "y": i % 3 * 0.5}
+            for i in range(20)]
+    for name, part in (("train.jsonl", rows), ("dev.jsonl", rows[:6])):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in part))
+    run_classifier(["--train_file", str(tmp_path / "train.jsonl"), "--eval_file",
+                    str(tmp_path / "dev.jsonl"), "--text_a", "q", "--text_b", "a", "--label",
+                    "y", "--task", "regression", "--model_size", "tiny", "--config_override",
+                    "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
+                    "--per_gpu_batch_size", "4", "--gradient_accumulation_steps", "2",
+                    "--total_steps", "2", "--output_dir", str(tmp_path / "o"), "--cache_dir",
+                    str(tmp_path / "c"), "--checkpoint_dir", str(tmp_path / "k"), "--log_dir",
+                    str(tmp_path / "l"), "--no_progress", "--xla", "off"])
+    result = json.loads((tmp_path / "o" / "eval_results.json").read_text())
+    assert {"pearson", "spearman", "loss"} <= set(result) and result["examples"] == 6
+    # Regression needs no --task to evaluate later: the model has one output.
+    proc = run_classifier(["--eval_file", str(tmp_path / "dev.jsonl"), "--text_a", "q",
+                           "--text_b", "a", "--label", "y", "--load_from", "checkpoint",
+                           "--checkpoint_path", str(tmp_path / "k"), "--max_seq_length", "32",
+                           "--output_dir", str(tmp_path / "o2"), "--cache_dir",
+                           str(tmp_path / "c"), "--log_dir", str(tmp_path / "l2"), "--xla",
+                           "off"])
+    assert "regression" in proc.stderr
+    again = json.loads((tmp_path / "o2" / "eval_results.json").read_text())
+    again.pop("step"), result.pop("step")
+    assert again == result  # the same weights, features and scoring
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("files, argv, message", [
+    ({"train.tsv": "sentence\tlabel\na\tx\n"}, ["--text_a", "text"],
+     "train.tsv has no column 'text' (--text_a); its columns are: 'sentence', 'label'"),
+    ({"train.tsv": "sentence\tlabel\na\tx\nb\ty\n", "dev.tsv": "sentence\tlabel\nc\tx\nd\tz\n"},
+     [], "dev.tsv line 3: label 'z' is not one of the 2 labels ('x', 'y')"),
+    ({"train.tsv": ""}, [], "train.tsv is empty"),
+    ({"train.tsv": "sentence\tlabel\na\tx\nb\ty\tz\n"}, [],
+     "train.tsv line 3: 3 fields where the header has 2"),
+    ({"train.tsv": "sentence\tlabel\na\tx\n"}, ["--labels", "x,y", "--task", "regression"],
+     "--labels is for classification"),
+    ({"train.tsv": "a\t0\n"}, ["--no_header", "--text_a", "sentence"],
+     "--text_a must be a column position (0, 1, ...) with --no_header, got 'sentence'"),
+    ({"train.tsv": "sentence\tlabel\na\tx\nb\tx\n"}, [], "has a single label ('x')"),
+    ({"dev.tsv": "sentence\tlabel\na\tx\n"}, [],
+     "evaluation or prediction without --train_file needs a fine-tuned model"),
+    ({"train.tsv": "sentence\tlabel\na\tx\nb\ty\n"}, ["--glue_task", "stsb", "--task",
+                                                       "classification"],
+     "--task classification contradicts --glue_task stsb (regression)"),
+    ({"train.tsv": "sentence\tlabel\na\tx\nb\ty\n"}, ["--pad_to_multiple_of", "0"],
+     "--pad_to_multiple_of must be at least 1, got 0"),
+    ({"train.tsv": "sentence\tlabel\na\tx\nb\ty\n"}, ["--per_gpu_batch_size", "8"],
+     "gives 2 examples: too few for 1 rank(s) x --per_gpu_batch_size 8"),
+])
+def test_clear_errors(files, argv, message, sample_vocab, tmp_path):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    flags = []
+    for name, flag in (("train.tsv", "--train_file"), ("dev.tsv", "--eval_file")):
+        if name in files:
+            flags += [flag, str(tmp_path / name)]
+    base = ["--model_size", "tiny", "--spm_model", sample_vocab, "--cache_dir",
+            str(tmp_path / "c"), "--output_dir", str(tmp_path / "o"), "--log_dir",
+            str(tmp_path / "l"), "--checkpoint_dir", str(tmp_path / "k"), "--xla", "off"]
+    proc = run_classifier(base + flags + argv, check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
+def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):
+    from albert import AlbertConfig, AlbertForPreTraining
+
+    config = AlbertConfig.from_preset("tiny", vocab_size=2000, num_hidden_layers=1)
+    AlbertForPreTraining(config).build_for_config().save_pretrained(
+        tmp_path / "pretrained", spm_model=sample_vocab)
+    (tmp_path / "dev.tsv").write_text("sentence\tlabel\na b\tx\n")
+    proc = run_classifier(["--eval_file", str(tmp_path / "dev.tsv"), "--labels", "x,y",
+                           "--load_from", "pretrained", "--checkpoint_path",
+                           str(tmp_path / "pretrained"), "--output_dir", str(tmp_path / "o"),
+                           "--log_dir", str(tmp_path / "l"), "--cache_dir", str(tmp_path / "c")],
+                          check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "classifier" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "o" / "eval_results.json").exists()

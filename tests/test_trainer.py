@@ -1,0 +1,182 @@
+"""The shared Trainer in-process: loss scaling, precision paths, accumulation, dropout keys."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import make_trainer
+
+from albert.losses import pretraining_metrics
+
+
+def test_fp16_overflow_skips_update_and_recovers(batches):
+    # 2^24 overflows fp16 activations' gradients for this model; ~2^17 is where they fit.
+    trainer = make_trainer("fp16", initial_loss_scale=2.0 ** 24)
+    before = [v.numpy().copy() for v in trainer.model.trainable_variables]
+    result = trainer.train_step(batches[0])
+    assert not bool(result["applied"])
+    assert int(trainer.skipped) == 1 and int(trainer.step) == 0  # schedule does not advance
+    assert float(trainer.loss_scale) == 2.0 ** 23
+    for b, v in zip(before, trainer.model.trainable_variables, strict=True):
+        np.testing.assert_array_equal(b, v.numpy())
+    applied = [bool(trainer.train_step(b)["applied"]) for b in batches[1:] * 8]
+    assert any(applied), "loss scale never came down to a finite range"
+    # Dynamic scaling may overflow once more at the boundary; after that updates go through.
+    assert all(applied[-10:]), applied
+    assert int(trainer.step) == sum(applied)
+    assert int(trainer.skipped) == 1 + applied.count(False)
+    assert float(trainer.loss_scale) < 2.0 ** 23
+    assert np.isfinite(trainer.weight_norm())
+
+
+def test_fp16_loss_scale_grows_after_interval(batches):
+    trainer = make_trainer("fp16", initial_loss_scale=4.0, growth_interval=3)
+    for b in batches[:3]:
+        trainer.train_step(b)
+    assert float(trainer.loss_scale) == 8.0
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_xla_paths_train(batches, precision):
+    trainer = make_trainer(precision, xla=True, lr=5e-3)
+    losses = []
+    for b in batches * 3:
+        trainer.train_step(b)
+        losses.append(pretraining_metrics(trainer.pop_sums())["loss"])
+    assert all(np.isfinite(losses))
+    assert np.mean(losses[-6:]) < np.mean(losses[:6])
+    assert int(trainer.step) == 18
+
+
+def test_accumulation_averages_micro_batches(batches):
+    two = make_trainer(accum_steps=2)
+    one = make_trainer()
+    stacked = {k: tf.concat([batches[0][k], batches[1][k]], axis=0) for k in batches[0]}
+    merged = {k: tf.reshape(tf.concat([batches[0][k][0], batches[1][k][0]], 0),
+                            [1, 16, *batches[0][k].shape[2:]]) for k in batches[0]}
+    two.train_step(stacked)
+    one.train_step(merged)
+    for a, b in zip(two.model.trainable_variables, one.model.trainable_variables, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
+
+
+def test_exclusions_on_real_variable_paths():
+    trainer = make_trainer()
+    flags = dict(zip(trainer.optimizer.names, trainer.optimizer.decay, strict=True))
+    assert flags
+    for name, decay in flags.items():
+        is_norm_or_bias = ("norm" in name.lower() or name.endswith("bias"))
+        assert decay != is_norm_or_bias, name
+
+
+def test_onednn_gradient_with_xla_update_matches_plain_tf(batches):
+    # The CPU plan choose_xla can pick: gradient on TensorFlow's kernels, update under XLA.
+    mixed = make_trainer(xla=True, xla_gradient=False)
+    plain = make_trainer(xla=False)
+    for b in batches[:4]:
+        mixed.train_step(b)
+        plain.train_step(b)
+    assert int(mixed.step) == int(plain.step) == 4
+    for a, b in zip(mixed.model.trainable_variables, plain.model.trainable_variables,
+                    strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+
+
+DROPOUT = {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+           "classifier_dropout_prob": 0.1}
+
+
+def _weights(trainer):
+    return [v.numpy().copy() for v in trainer.model.trainable_variables]
+
+
+def _max_diff(a, b):
+    return max(float(np.abs(x - y).max()) for x, y in zip(a, b, strict=True))
+
+
+def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batches):
+    from albert.distributed import Distributed
+
+    class Rank1(Distributed):
+        rank = 1
+
+    runs = {}
+    for name, kwargs in {"a": {}, "again": {}, "seed": {"seed": 7}, "rank": {"dist": Rank1()},
+                         "off": {"config_overrides": {}}}.items():
+        overrides = kwargs.pop("config_overrides", DROPOUT)
+        trainer = make_trainer(config_overrides=overrides, **kwargs)
+        for b in batches[:2]:
+            trainer.train_step(b)
+        runs[name] = _weights(trainer)
+    assert _max_diff(runs["a"], runs["again"]) == 0.0  # nothing but the key decides the masks
+    assert _max_diff(runs["a"], runs["seed"]) > 1e-5
+    assert _max_diff(runs["a"], runs["rank"]) > 1e-5  # each rank draws its own masks
+    assert _max_diff(runs["a"], runs["off"]) > 1e-5  # dropout is on
+    # Micro-batches of one update draw different masks: the same batch twice in one update
+    # gives another update than the same batch at accumulation 1.
+    twice = make_trainer(config_overrides=DROPOUT, accum_steps=2)
+    twice.train_step({k: tf.concat([v, v], 0) for k, v in batches[0].items()})
+    once = make_trainer(config_overrides=DROPOUT)
+    once.train_step(batches[0])
+    assert _max_diff(_weights(twice), _weights(once)) > 1e-6
+
+
+def test_dropout_resume_needs_no_rng_state(batches, tmp_path):
+    from albert.checkpoints import CheckpointHandler
+    from albert.distributed import Distributed
+
+    straight = make_trainer(config_overrides=DROPOUT)
+    for b in batches[:4]:
+        straight.train_step(b)
+    first = make_trainer(config_overrides=DROPOUT)
+    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    for b in batches[:2]:
+        first.train_step(b)
+    handler.save(2)
+    assert not any("rng" in name for name, _ in tf.train.list_variables(str(tmp_path / "ckpt-2")))
+    resumed = make_trainer(config_overrides=DROPOUT)
+    CheckpointHandler(str(tmp_path), resumed.trackables(), Distributed()).restore_latest()
+    for b in batches[2:4]:
+        resumed.train_step(b)
+    assert _max_diff(_weights(resumed), _weights(straight)) < 1e-6
+
+
+def test_fp16_allreduce_keeps_small_gradients(batches):
+    # Horovod's fp16 compression casts the averaged gradients to float16. Unscaled, gradients
+    # below ~6e-8 vanish there and those below ~6e-5 lose precision; with --fp16_allreduce the
+    # trainer scales the loss first (dynamic loss scaling under any precision), so they survive.
+    from albert.distributed import Distributed
+    from albert.losses import pretraining_loss
+
+    class Fp16Wire(Distributed):
+        """Records what reaches the allreduce and what leaves it after an fp16 cast."""
+
+        def __init__(self):
+            self.sent, self.received = [], []
+
+        def allreduce_mean(self, tensors, fp16_compression=False):
+            out = [tf.cast(tf.cast(t, tf.float16), t.dtype) if fp16_compression else t
+                   for t in tensors]
+            self.sent.append([t.numpy() for t in tensors])
+            self.received.append([t.numpy() for t in out])
+            return out
+
+    def tiny_loss(model, batch, training):
+        loss, sums = pretraining_loss(model, batch, training=training)
+        return loss * 1e-6, sums  # gradients of order 1e-12 .. 1e-6
+
+    def relative_error(trainer):
+        wire = Fp16Wire()
+        trainer.dist = wire
+        trainer.loss_fn = tiny_loss
+        trainer.train_step(batches[0])
+        sent = np.concatenate([g.ravel() for g in wire.sent[0]]).astype(np.float64)
+        received = np.concatenate([g.ravel() for g in wire.received[0]]).astype(np.float64)
+        return float(np.abs(received - sent).sum() / np.abs(sent).sum())
+
+    scaled = make_trainer(fp16_allreduce=True, eager=True)
+    assert scaled.loss_scaling and float(scaled.loss_scale) == 2.0 ** 15
+    assert relative_error(scaled) < 1e-3
+    # Unscaled, the same cast loses much of the gradient (what --fp16_allreduce did under bf16).
+    unscaled = make_trainer(fp16_allreduce=True, eager=True)
+    unscaled.loss_scale.assign(1.0)
+    assert relative_error(unscaled) > 1e-2

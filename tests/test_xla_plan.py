@@ -1,0 +1,103 @@
+"""The XLA plan: --xla on/off/auto, the probe (faked: its outcome depends on the CPU), rank 0's
+choice on every rank, and a recorded plan reused on resume."""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from albert import xla_plan
+from albert.distributed import Distributed
+
+
+@pytest.mark.parametrize("xla_rate, onednn_rate, gradient", [(2e11, 1e11, True),
+                                                              (1e11, 2e11, False)])
+def test_auto_xla_compiles_the_gradient_only_where_its_matmul_wins(monkeypatch, xla_rate,
+                                                                    onednn_rate, gradient):
+    calls = []
+
+    def fake_matmul_flops(dtype, jit, **kwargs):
+        calls.append((dtype, jit))
+        return xla_rate if jit else onednn_rate
+
+    monkeypatch.setattr(xla_plan, "matmul_flops", fake_matmul_flops)
+    plan = xla_plan.choose_xla("auto", "bf16", Distributed())
+    assert plan.gradient is gradient and plan.update is True
+    assert "200 GFLOP/s" in plan.reason and "100 GFLOP/s" in plan.reason
+    assert calls and all(dtype == tf.bfloat16 for dtype, _ in calls)  # probed in the compute dtype
+    assert xla_plan.choose_xla("off", "fp32") == (False, False, "--xla off")
+    assert xla_plan.choose_xla("on", "fp32")[:2] == (True, True)
+    with pytest.raises(ValueError, match="--xla must be one of"):
+        xla_plan.choose_xla("yes", "fp32")
+
+
+def test_matmul_probe_measures_a_rate():
+    for jit in (False, True):
+        rate = xla_plan.matmul_flops(tf.float32, jit, n=256, chain=2, repeats=1)
+        assert 1e8 < rate < 1e14
+
+
+def test_auto_xla_plan_is_rank_zeros_on_every_rank(tmp_path):
+    # Each rank's probe can come out differently on a busy host; all must compile the same.
+    import subprocess
+    import sys
+
+    script = tmp_path / "plan.py"
+    script.write_text(
+        "from albert import distributed, xla_plan\n"
+        "dist = distributed.init()\n"
+        "fast = (lambda jit: 2e11 if jit else 1e11) if dist.rank == 0 else "
+        "(lambda jit: 1e11 if jit else 2e11)\n"
+        "xla_plan.matmul_flops = lambda dtype, jit, **kw: fast(jit)\n"
+        "print('PLAN', dist.rank, xla_plan.choose_xla('auto', 'fp32', dist).gradient)\n")
+    horovodrun = os.path.join(os.path.dirname(sys.executable), "horovodrun")
+    proc = subprocess.run([horovodrun, "-np", "2", "--gloo", "-H", "localhost:2", sys.executable,
+                           str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    plans = sorted(line.split("PLAN ", 1)[1] for line in proc.stdout.splitlines()
+                   if "PLAN " in line)
+    assert plans == ["0 True", "1 True"], proc.stdout[-3000:]
+
+
+def test_a_resumed_auto_run_reuses_its_recorded_plan_without_probing(monkeypatch):
+    def no_probe(*args, **kwargs):
+        raise AssertionError("a resumed run must not probe again")
+
+    monkeypatch.setattr(xla_plan, "matmul_flops", no_probe)
+    recorded = {"gradient": False, "update": True, "reason": "auto: CPU float32 matmul ..."}
+    plan = xla_plan.choose_xla("auto", "fp32", Distributed(), recorded=recorded)
+    assert (plan.gradient, plan.update) == (False, True)
+    assert plan.reason.startswith("auto, as recorded when this run started")
+    # An explicit --xla still wins over the record (the runner logs the change).
+    assert xla_plan.choose_xla("on", "fp32", Distributed(), recorded=recorded)[:2] == (True, True)
+
+
+def test_run_records_its_plan_and_resume_reuses_it(sample_records, sample_vocab, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import PREDS, SEQ
+
+    argv = [sys.executable, "-m", "albert.run_pretraining", "--filesystem_prefix",
+            str(sample_records), "--train_dir", "train", "--model_size", "tiny", "--spm_model",
+            sample_vocab, "--max_seq_length", str(SEQ), "--max_predictions_per_seq", str(PREDS),
+            "--per_gpu_batch_size", "4", "--checkpoint_dir", str(tmp_path / "ckpt"),
+            "--log_dir", str(tmp_path / "logs"), "--no_progress", "--xla", "auto"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.run(argv + ["--total_steps", "1"], capture_output=True, text=True,
+                           env=env, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
+    assert record["xla"]["update"] is True and record["xla"]["reason"].startswith("auto: CPU")
+    # Whichever way the probe fell, the resumed run takes the recorded plan: rewrite the record
+    # to the plan the probe did not choose and check the resume follows the record.
+    flipped = not record["xla"]["gradient"]
+    record["xla"] = {"gradient": flipped, "update": True, "reason": "auto: test record"}
+    (tmp_path / "ckpt" / "run.json").write_text(json.dumps(record))
+    second = subprocess.run(argv + ["--total_steps", "2"], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert (f"XLA gradient {'on' if flipped else 'off'}, update on (auto, as recorded when this "
+            "run started: auto: test record)") in second.stderr
