@@ -34,7 +34,7 @@ def finetuned(squad_files, sample_vocab, tmp_path_factory):
     train, dev = squad_files
     argv = ["--train_file", train, "--predict_file", dev, "--model_size", "tiny",
             "--spm_model", sample_vocab, "--max_seq_length", "160", "--per_gpu_batch_size", "16",
-            "--learning_rate", "5e-4", "--num_train_epochs", "2", "--log_frequency", "25",
+            "--learning_rate", "5e-4", "--num_train_epochs", "3", "--log_frequency", "25",
             "--output_dir", str(out / "pred"), "--cache_dir", str(out / "cache"),
             "--checkpoint_dir", str(out / "ckpt"), "--log_dir", str(out / "logs"),
             "--no_progress", "--xla", "off"]  # not auto: its timing probe differs by CPU
