@@ -24,14 +24,19 @@ a GradScaler for fp16) on the same kind of device (CUDA when torch sees a GPU).
 Stable JSON keys: xla (which step functions XLA compiled, and why), seq_per_sec, tokens_per_sec,
 step_time_s, step_time_min_s, step_time_max_s,
 flops_per_seq, achieved_flops, peak_flops, measured_matmul_flops, mfu; with --compare_hf also
-hf_seq_per_sec, ratio_vs_hf; with --input_pipeline reader_records_per_sec, reader_vs_step;
+hf_seq_per_sec, ratio_vs_hf; with --compare_recompute other_recompute,
+other_recompute_step_time_s and recompute_time_ratio (step time with --recompute layers over
+without, the median of interleaved pairs); with --input_pipeline reader_records_per_sec,
+reader_vs_step;
 with --memory peak_memory_bytes (measured through the warm-up updates: on a CPU the peak
 resident memory of this process, on a GPU the allocator's peak from
 tf.config.experimental.get_memory_info), planned_memory_bytes (albert.plan.memory_plan's estimate
 of the same quantity: on a GPU without the runtime term, which the allocator does not see),
 planned_memory (the plan's parts, bytes) and, with --memory_budget_gb,
 planned_largest_micro_batch ({"none": m, "layers": m}: the largest micro-batch the plan fits in
-the budget without and with recomputation); with --horovod N scaling (seq_per_sec for 1 and N
+the budget, with --per_gpu_batch_size auto's margin, without and with recomputation) and, with
+--auto_global_batch, auto_micro_batch, auto_accumulation and auto_reason (auto's choice and log
+line); with --horovod N scaling (seq_per_sec for 1 and N
 processes, weak_scaling_efficiency); with --restart_cost N (with --input_pipeline) restart:
 [{records, restore_s, replay_s, state_mb, same_next_batch}] after 10 updates and after N records;
 with --data_prep data_prep_instances_per_sec, data_prep_input_mb and data_prep_peak_memory_mb (the
@@ -81,11 +86,18 @@ def parse_args(argv=None):
     p.set_defaults(eager=False)  # what flags.xla_plan_from_flags reads; the step is never eager
     p.add_argument("--recompute", choices=("none", "layers"), default="none",
                    help="recompute each transformer layer's activations in the backward pass")
+    p.add_argument("--compare_recompute", action="store_true",
+                   help="also time the other --recompute mode in this run, interleaved with it "
+                        "(a shared VM drifts between runs): recompute_time_ratio")
     p.add_argument("--memory", action="store_true",
                    help="report the measured peak memory of the update beside the memory plan")
     p.add_argument("--memory_budget_gb", type=float, default=None,
                    help="with --memory: also report the largest micro-batch the plan fits in "
                         "this many GB (GiB), with and without recomputation")
+    p.add_argument("--auto_global_batch", type=int, default=None, metavar="G",
+                   help="with --memory: also choose the micro-batch as --per_gpu_batch_size auto "
+                        "does for --global_batch_size G on this rank (on a GPU by trial steps, "
+                        "beside this run's own state; on a CPU from the plan)")
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--steps", type=int, default=10, help="timed updates per repeat")
     p.add_argument("--warmup", type=int, default=3, help="untimed updates first (compilation)")
@@ -172,27 +184,38 @@ def bench_step(args) -> dict:
     config = AlbertConfig.from_preset(args.model_size, vocab_size=args.vocab_size,
                                       classifier_dropout_prob=0.0)
     model = AlbertForPreTraining(config).build_for_config()
-    optimizer = make_optimizer("lamb", model.trainable_variables)
-    xla = xla_plan_from_flags(args, dist)
-    trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
-                      metric_names=PRETRAINING_METRICS,
-                      accum_steps=args.gradient_accumulation_steps, precision=args.precision,
-                      xla=xla.update, xla_gradient=xla.gradient, recompute=args.recompute)
-    trainer.broadcast_state()
     batch = synthetic_batch(args, config.vocab_size, np.random.default_rng(dist.rank))
 
-    def run_steps(n):
-        for _ in range(n):
-            trainer.train_step(batch)
-        int(trainer.step)  # wait for the last update
+    def make_run_steps(model, recompute):
+        optimizer = make_optimizer("lamb", model.trainable_variables)
+        trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
+                          metric_names=PRETRAINING_METRICS,
+                          accum_steps=args.gradient_accumulation_steps, precision=args.precision,
+                          xla=xla.update, xla_gradient=xla.gradient, recompute=recompute)
+        trainer.broadcast_state()
 
+        def run_steps(n):
+            for _ in range(n):
+                trainer.train_step(batch)
+            int(trainer.step)  # wait for the last update
+
+        return run_steps
+
+    xla = xla_plan_from_flags(args, dist)
+    run_steps = make_run_steps(model, args.recompute)
     run_steps(args.warmup)
-    # Before anything else in the run allocates (transformers' model, the matmul probe).
-    memory = memory_report(args, config, dist.size) if args.memory else {}
+    # Before anything else in the run allocates (transformers' model, the other recompute mode's
+    # model, the matmul probe).
+    memory = memory_report(args, model, dist.size, xla.gradient) if args.memory else {}
     hf_run = make_hf_step(args) if args.compare_hf else None
-    times, hf_times = [], []
+    other_mode = {"none": "layers", "layers": "none"}[args.recompute]
+    other_run = None
+    if args.compare_recompute:
+        other_run = make_run_steps(AlbertForPreTraining(config).build_for_config(), other_mode)
+        other_run(args.warmup)
+    times, hf_times, other_times = [], [], []
     # Interleaved repeats (ours, theirs, ours, ...): a shared VM's speed drifts over minutes, and
-    # timing one framework after the other would hand the drift to one side.
+    # timing one after the other would hand the drift to one side.
     for _ in range(args.repeats):
         t = time.perf_counter()
         run_steps(args.steps)
@@ -201,6 +224,10 @@ def bench_step(args) -> dict:
             t = time.perf_counter()
             hf_run(args.steps)
             hf_times.append((time.perf_counter() - t) / args.steps)
+        if other_run is not None:
+            t = time.perf_counter()
+            other_run(args.steps)
+            other_times.append((time.perf_counter() - t) / args.steps)
     step_time = statistics.median(times)
     profile = (profile_steps(run_steps, args.steps, args.profile, xla.gradient or xla.update)
                if args.profile else {})
@@ -222,6 +249,14 @@ def bench_step(args) -> dict:
         extra = {"hf_seq_per_sec": hf_seqs / statistics.median(hf_times),
                  "hf_step_time_s": statistics.median(hf_times),
                  "ratio_vs_hf": statistics.median(hf_times) / step_time * dist.size}
+    if other_times:
+        by_mode = {args.recompute: times, other_mode: other_times}
+        extra |= {"other_recompute": other_mode,
+                  "other_recompute_step_time_s": statistics.median(other_times),
+                  # Per repeat, then the median: each pair ran back to back.
+                  "recompute_time_ratio": statistics.median(
+                      layers / none for layers, none in zip(by_mode["layers"], by_mode["none"],
+                                                            strict=True))}
     return extra | profile | memory | {
         "device": device,
         "ranks": dist.size,
@@ -251,10 +286,12 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
 
 
-def memory_report(args, config, ranks: int) -> dict:
+def memory_report(args, model, ranks: int, xla_gradient: bool) -> dict:
     import tensorflow as tf
 
-    from albert.plan import GIB, memory_plan
+    from albert.plan import GIB, memory_plan, plan_fits
+
+    config = model.config
 
     device = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
 
@@ -271,9 +308,36 @@ def memory_report(args, config, ranks: int) -> dict:
     if args.memory_budget_gb:
         budget = args.memory_budget_gb * GIB
         out["planned_largest_micro_batch"] = {
-            mode: _largest(lambda m, mode=mode: plan(m, mode).total <= budget)
+            mode: _largest(lambda m, mode=mode: plan_fits(plan(m, mode), budget))
             for mode in ("none", "layers")}
+    if args.auto_global_batch:
+        out.update(auto_micro_batch(args, model, xla_gradient, device))
     return out
+
+
+def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
+    """What --per_gpu_batch_size auto chooses for --auto_global_batch on this rank: on a GPU by
+    trial steps (while this run's weights, gradients and optimizer slots are held), else from the
+    plan against --memory_budget_gb or the available memory."""
+    from albert.losses import pretraining_loss
+    from albert.memory import micro_batch_trial, resolve_auto_batch, synthetic_batch
+
+    flags = argparse.Namespace(
+        global_batch_size=args.auto_global_batch, gradient_accumulation_steps=None,
+        per_gpu_batch_size="auto", memory_budget_gb=args.memory_budget_gb if device == "cpu"
+        else None, max_seq_length=args.max_seq_length, precision=args.precision,
+        recompute=args.recompute, fp16_allreduce=False,
+        max_predictions_per_seq=args.max_predictions_per_seq)
+    trial = None
+    if device == "gpu":
+        seq, preds, vocab = args.max_seq_length, args.max_predictions_per_seq, args.vocab_size
+        trial = micro_batch_trial(model, pretraining_loss,
+                                  lambda n: synthetic_batch("pretraining", n, seq, vocab, preds),
+                                  jit=xla_gradient)
+    line = resolve_auto_batch(flags, 1, model.config, head="pretraining", device=device,
+                              trial=trial)
+    return {"auto_micro_batch": flags.per_gpu_batch_size,
+            "auto_accumulation": flags.gradient_accumulation_steps, "auto_reason": line}
 
 
 def _largest(fits, limit: int = 1 << 16) -> int:

@@ -108,3 +108,27 @@ def test_restart_cost_restores_the_same_next_batch(sample_records, tmp_path):
     cases = json.loads(out.read_text())["restart"]
     assert [c["records"] for c in cases] == [80, 2000]
     assert all(c["same_next_batch"] and c["restore_s"] > 0 and c["replay_s"] > 0 for c in cases)
+
+
+def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
+    # One real update of ALBERT-base (seq 128, 8 sequences, recomputation on, XLA) in a fresh
+    # process: its peak resident memory against the plan's estimate.
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([
+        sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"), "--model_size",
+        "base", "--max_seq_length", "128", "--per_gpu_batch_size", "8", "--steps", "1",
+        "--repeats", "1", "--warmup", "1", "--xla", "on", "--recompute", "layers", "--memory",
+        "--memory_budget_gb", "16", "--auto_global_batch", "4096", "--output", str(out)],
+        capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    peak, planned = result["peak_memory_bytes"], result["planned_memory_bytes"]
+    assert 0.75 <= planned / peak <= 1.25, (planned, peak, result["planned_memory"])
+    assert result["planned_memory"]["recompute"] == "layers"
+    largest = result["planned_largest_micro_batch"]
+    assert largest["layers"] >= 2.5 * largest["none"] > 0
+    # --per_gpu_batch_size auto on a CPU: the plan against the budget, a divisor of 4096.
+    micro, accum = result["auto_micro_batch"], result["auto_accumulation"]
+    assert micro * accum == 4096 and micro <= largest["layers"]
+    assert "fits 90% of 16.0 GB" in result["auto_reason"]

@@ -291,3 +291,122 @@ def test_sequence_classification_dropout_is_keyed_and_training_only():
     assert max_diff(a, b) > 1e-4
     with pytest.raises(ValueError, match="num_labels must be a positive integer"):
         AlbertForSequenceClassification(cfg, num_labels=0)
+
+
+# -- recomputation (--recompute layers) ---------------------------------------------------------
+
+RECOMPUTE_CONFIGS = {
+    # One shared layer applied 3 times; 2 groups of 2 distinct layers.
+    "tiny": dict(num_hidden_layers=3),
+    "two_groups_two_inner": dict(num_hidden_layers=2, num_hidden_groups=2, inner_group_num=2),
+}
+
+
+def _recompute_gradients(overrides, mode, jit):
+    """Loss and gradients of every trainable variable for one keyed, dropout-on training pass."""
+    from albert.modeling import dropout_key, set_recompute
+
+    keras.utils.set_random_seed(0)
+    cfg = AlbertConfig.from_preset("tiny", vocab_size=300, hidden_dropout_prob=0.1,
+                                   attention_probs_dropout_prob=0.1, **overrides)
+    model = AlbertForPreTraining(cfg).build_for_config()
+    set_recompute(model, mode)
+    batch = make_batch(cfg.vocab_size, seed=2, batch=4, seq=24)
+    batch["masked_lm_positions"] = np.tile(np.array([[1, 5, 9, 20]], np.int32), (4, 1))
+
+    def grads(batch, key):
+        with tf.GradientTape() as tape, dropout_key(key):
+            out = model(batch, training=True)
+            loss = (tf.reduce_mean(tf.nn.log_softmax(out["mlm_logits"])[..., 7])
+                    + tf.reduce_mean(out["sop_logits"][:, 0]))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        return loss, [tf.convert_to_tensor(g) for g in gradients]
+
+    fn = tf.function(grads, jit_compile=jit)
+    loss, gradients = fn(batch, tf.constant([3, 4], tf.int64))
+    names = [v.path for v in model.trainable_variables]
+    return float(loss), [g.numpy() for g in gradients], names
+
+
+@pytest.mark.parametrize("name, jit", [("tiny", False), ("tiny", True),
+                                       ("two_groups_two_inner", True)],
+                         ids=["tiny-graph", "tiny-xla", "two_groups_two_inner-xla"])
+def test_recompute_layers_gives_the_same_gradients_with_dropout_on(name, jit):
+    loss, plain, names = _recompute_gradients(RECOMPUTE_CONFIGS[name], "none", jit)
+    loss_r, recomputed, _ = _recompute_gradients(RECOMPUTE_CONFIGS[name], "layers", jit)
+    assert loss_r == loss  # the forward pass is the same computation
+    for var, a, b in zip(names, plain, recomputed, strict=True):
+        # float32 rounding: the recomputed forward pass draws the same dropout masks.
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6, err_msg=var)
+        if "/encoder/group_" in var and not var.endswith(("key/bias",)):
+            # Every application's gradient reaches the shared weights (the key bias alone
+            # has an exactly-zero gradient: softmax ignores a constant shift).
+            assert np.abs(b).max() > 1e-7, var
+
+
+def test_recompute_really_frees_memory_under_xla(tmp_path):
+    """XLA's CPU buffer assignment (bytes of all buffers of the compiled training gradient), in a
+    fresh process (XLA_FLAGS), with --recompute none and layers:
+
+    - activation-heavy (4 applications at sequence 128, dropout on): XLA sees the recomputation
+      as the same ops on the same operands as the forward pass; left alone it merges them (CSE)
+      or schedules the recomputation early, and nothing is freed;
+    - weight-heavy (4 applications of one layer on 8 tokens): beyond the weights and their
+      gradients, the tape keeps each application's gradient of the shared weights (a full copy,
+      3 MB here) to sum them at the end; with recomputation they go into a running sum one
+      application at a time."""
+    import json
+    import subprocess
+    import sys
+
+    code = r'''
+import glob, json, os, re, sys
+dump = sys.argv[1]
+os.environ["XLA_FLAGS"] = (f"--xla_dump_to={dump} --xla_dump_hlo_as_text "
+                           "--xla_dump_hlo_module_re=.*grads_.*")
+import numpy as np
+import tensorflow as tf
+from albert import AlbertConfig, AlbertForPreTraining
+from albert.modeling import dropout_key, set_recompute
+cases = {
+    "activations": (dict(vocab_size=300, embedding_size=32, hidden_size=64, num_hidden_layers=4,
+                         num_attention_heads=2, intermediate_size=256, hidden_dropout_prob=0.1,
+                         attention_probs_dropout_prob=0.1), 4, 128),
+    "weights": (dict(vocab_size=300, embedding_size=32, hidden_size=256, num_hidden_layers=4,
+                     num_attention_heads=4, intermediate_size=1024), 1, 8),
+}
+totals = {}
+for case, (cfg, batch, seq) in cases.items():
+    config = AlbertConfig(**cfg)
+    rng = np.random.default_rng(0)
+    inputs = {"input_ids": tf.constant(rng.integers(5, 300, (batch, seq)), tf.int32),
+              "attention_mask": tf.ones((batch, seq), tf.int32),
+              "token_type_ids": tf.zeros((batch, seq), tf.int32)}
+    for mode in ("none", "layers"):
+        model = AlbertForPreTraining(config).build_for_config()
+        set_recompute(model, mode)
+        def grads(inputs, key):
+            with tf.GradientTape() as tape, dropout_key(key):
+                out = model(inputs, training=True)
+                loss = tf.reduce_mean(out["mlm_logits"] ** 2) + tf.reduce_mean(out["sop_logits"])
+            return tape.gradient(loss, model.trainable_variables)
+        name = f"grads_{case}_{mode}"
+        grads.__name__ = name
+        compiled = tf.function(grads, jit_compile=True)
+        compiled.experimental_get_compiler_ir(inputs, tf.constant([1, 2], tf.int64))(
+            stage="optimized_hlo")
+        report = glob.glob(os.path.join(dump, f"*{name}_*memory-usage-report.txt"))[0]
+        found = re.search(r"Total bytes used: (\d+)", open(report).read())
+        totals[f"{case}_{mode}"] = int(found.group(1))
+        totals[f"{case}_parameters"] = 4 * model.count_params()
+print(json.dumps(totals))
+'''
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "dump")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    totals = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert totals["activations_layers"] < 0.45 * totals["activations_none"], totals
+    # Beyond the weights and their gradients (2 x parameters): about one copy of the layer's
+    # weights with recomputation, one per application without.
+    weights = 2 * totals["weights_parameters"]
+    assert totals["weights_layers"] - weights < 0.5 * (totals["weights_none"] - weights), totals

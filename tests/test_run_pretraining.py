@@ -384,3 +384,107 @@ def test_validation_files_are_checked_at_start(sample_records, sample_corpus, sa
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / "run2", **{
         "--val_dir": str(empty)}), check=False)
     assert proc.returncode == 2 and "validation would report nothing" in proc.stderr
+
+
+# -- memory: --recompute, the memory plan, --per_gpu_batch_size auto ---------------------------
+
+def _auto_choice(log: str) -> tuple[int, int]:
+    import re
+
+    found = re.search(r"--per_gpu_batch_size auto: micro-batch (\d+) x accumulation (\d+)", log)
+    assert found, log[-3000:]
+    return int(found.group(1)), int(found.group(2))
+
+
+def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
+        sample_records, sample_vocab, tmp_path):
+    from albert.config import AlbertConfig
+    from albert.plan import GIB, memory_plan
+
+    chosen = {}
+    for mode in ("none", "layers"):
+        proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / mode, **{
+            "--model_size": "xlarge", "--max_seq_length": "512", "--plan_only": None,
+            "--plan_ranks": "8", "--per_gpu_batch_size": "auto", "--global_batch_size": "4096",
+            "--memory_budget_gb": "32", "--recompute": mode, "--total_steps": "100"}))
+        micro, accum = _auto_choice(proc.stdout)
+        assert micro * accum * 8 == 4096
+        assert f"batch plan: {micro} x {accum} x 8 = 4096" in proc.stdout
+        line = [x for x in proc.stdout.splitlines() if x.startswith("memory plan: ")]
+        assert len(line) == 1 and f"recompute {mode}" in line[0], proc.stdout
+        # The printed plan is albert.plan's, and it fits the budget with the safety margin.
+        config = AlbertConfig.from_preset("xlarge", vocab_size=2000)
+        plan = memory_plan(config, 512, micro, recompute=mode, ranks=8, accumulation=accum,
+                           max_predictions=PREDS)
+        assert line[0].startswith(f"memory plan: {plan.total / GIB:.2f} GB per GPU")
+        assert plan.total <= 0.9 * 32 * GIB
+        chosen[mode] = micro
+        assert not (tmp_path / mode / "ckpt").exists()
+    assert chosen["layers"] >= 2.5 * chosen["none"], chosen
+
+
+def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sample_vocab,
+                                                              tmp_path):
+    from albert.config import AlbertConfig
+    from albert.plan import GIB, SAFETY_MARGIN, memory_plan
+
+    config = AlbertConfig.from_preset("tiny", vocab_size=2000)
+
+    def total(micro):
+        return memory_plan(config, SEQ, micro, recompute="layers", accumulation=16 // micro,
+                           max_predictions=PREDS, device="cpu").total
+
+    # A budget where a micro-batch of 4 fits and 8 does not.
+    budget = (total(4) + total(8)) / 2 / (1 - SAFETY_MARGIN)
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--per_gpu_batch_size": "auto", "--global_batch_size": "16", "--recompute": "layers",
+        "--memory_budget_gb": f"{budget / GIB:.9f}", "--total_steps": "1"}))
+    log = proc.stdout + proc.stderr
+    assert _auto_choice(log) == (4, 4)
+    assert "8 would plan" in log and "batch plan: 4 x 4 x 1 = 16" in log
+    assert "memory plan: " in log and "recompute layers" in log
+    record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
+    assert record["batch_plan"] == {"ranks": 1, "micro_batch": 4, "accumulation": 4,
+                                    "global_batch": 16}
+    # Resumed with room for 16 now: the run keeps the micro-batch it started with.
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--per_gpu_batch_size": "auto", "--global_batch_size": "16", "--recompute": "layers",
+        "--memory_budget_gb": f"{4 * total(16) / GIB:.9f}", "--total_steps": "2"}))
+    log = proc.stdout + proc.stderr
+    assert _auto_choice(log) == (4, 4) and "as this run chose when it started" in log
+    assert "resum" in log.lower()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"--per_gpu_batch_size": "auto"}, "--per_gpu_batch_size auto needs --global_batch_size"),
+    ({"--per_gpu_batch_size": "auto", "--global_batch_size": "16",
+      "--memory_budget_gb": "0.01"},
+     "--per_gpu_batch_size auto: not even a micro-batch of 1 fits 90% of 0.0 GB"),
+    ({"--memory_budget_gb": "-1"}, "--memory_budget_gb must be above 0, got -1.0"),
+], ids=["auto_without_global", "nothing_fits", "negative_budget"])
+def test_memory_flag_errors(overrides, message, sample_records, sample_vocab, tmp_path):
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **overrides), check=False)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"error: {message}" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_horovod_recompute_with_dropout_and_accumulation_trains(sample_records, sample_vocab,
+                                                                 tmp_path):
+    # Two ranks, dropout on, two micro-batches per update, the gradient under XLA: the allreduce
+    # sits between the recomputed gradient and the update (that the gradients equal those
+    # without recomputation is test_trainer's and test_modeling's).
+    proc = subprocess.run([
+        HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2", sys.executable, "-m",
+        "albert.run_pretraining", *base_args(sample_records, sample_vocab, tmp_path, **{
+            "--total_steps": "2", "--per_gpu_batch_size": "4", "--global_batch_size": "16",
+            "--recompute": "layers", "--skip_xla": False, "--xla": "on",
+            "--config_override": ["hidden_dropout_prob=0.1",
+                                  "attention_probs_dropout_prob=0.1"]})],
+        capture_output=True, text=True, timeout=600)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-3000:]
+    assert "batch plan: 4 x 2 x 2 = 16" in log and "recompute layers" in log
+    records = read_jsonl(tmp_path / "logs" / "metrics.jsonl")
+    assert [r["step"] for r in records if r["split"] == "train"] == [1, 2]
+    assert all(np.isfinite(r["loss"]) for r in records if r["split"] == "train")

@@ -23,6 +23,12 @@ def test_one_box_script_plans_32_x_16_x_8():
     assert ("batch plan: 32 x 16 x 8 = 4096 (per-GPU micro-batch x accumulation steps x ranks = "
             "sequences per update); 2,097,152 tokens per update at sequence length 512; 125,000 "
             "updates = 512,000,000 sequences in all") in out
+    # The memory plan per GPU, planned from here although the vocabulary is on the cluster.
+    assert ("--spm_model /fsx/vocab/spiece.model is not on this machine: the memory plan assumes "
+            "a vocabulary of 30000 pieces") in out
+    memory = [line for line in out.splitlines() if line.startswith("memory plan: ")]
+    assert len(memory) == 1, out
+    assert "(micro-batch 32 at sequence length 512, bf16, recompute none)" in memory[0]
 
 
 def test_multi_host_script_plans_32_x_8_x_16():

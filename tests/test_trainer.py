@@ -180,3 +180,68 @@ def test_fp16_allreduce_keeps_small_gradients(batches):
     unscaled = make_trainer(fp16_allreduce=True, eager=True)
     unscaled.loss_scale.assign(1.0)
     assert relative_error(unscaled) > 1e-2
+
+
+def _two_micro_batches(a, b):
+    return {k: tf.concat([a[k], b[k]], 0) for k in a}
+
+
+def test_recompute_gives_the_same_updates_with_dropout_and_accumulation(batches):
+    # fp32, XLA-compiled gradient, 2 micro-batches per update: the recomputed forward passes
+    # draw the masks of the first ones, so the weights agree to float32 rounding.
+    updates = [_two_micro_batches(batches[0], batches[1]),
+               _two_micro_batches(batches[2], batches[3])]
+    runs = {}
+    for mode in ("none", "layers"):
+        trainer = make_trainer(config_overrides=DROPOUT, xla=True, accum_steps=2, recompute=mode)
+        for b in updates:
+            trainer.train_step(b)
+        assert int(trainer.step) == 2
+        runs[mode] = _weights(trainer)
+    assert _max_diff(runs["none"], runs["layers"]) < 1e-6
+    assert _max_diff(runs["none"], _weights(make_trainer(config_overrides=DROPOUT))) > 1e-4
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_recompute_trains_in_mixed_precision(batches, precision):
+    # bf16, and fp16 with dynamic loss scaling (its first updates may overflow and be skipped).
+    trainer = make_trainer(precision, xla=True, lr=5e-3, recompute="layers",
+                           initial_loss_scale=2.0 ** 10)
+    losses = []
+    for _ in range(6):
+        trainer.train_step(batches[0])
+        losses.append(pretraining_metrics(trainer.pop_sums())["loss"])
+    assert all(np.isfinite(losses))
+    assert losses[-1] < losses[0] - 0.1, losses
+    assert int(trainer.step) >= 5
+    assert np.isfinite(trainer.weight_norm())
+
+
+def test_auto_micro_batch_trials_bisect_and_keep_a_margin():
+    # The GPU path of --per_gpu_batch_size auto, with the out-of-memory error a GPU would raise
+    # for more than 6 sequences.
+    from albert.losses import pretraining_loss
+    from albert.memory import micro_batch_trial, synthetic_batch
+    from albert.plan import largest_micro_batch
+
+    trainer = make_trainer()
+    tried = []
+
+    def loss_fn(model, batch, training):
+        n = int(batch["input_ids"].shape[0])
+        tried.append(n)
+        if n > 6:
+            raise tf.errors.ResourceExhaustedError(None, None, f"OOM allocating {n} sequences")
+        return pretraining_loss(model, batch, training)
+
+    fits = micro_batch_trial(trainer.model, loss_fn,
+                             lambda n: synthetic_batch("pretraining", n, 32, 2000, 5), jit=False,
+                             reserve_bytes=1 << 20)
+    plan = largest_micro_batch(fits, global_batch=64, ranks=1, why="this GPU")
+    # 4 is chosen because a trial of ceil(4 x 1.1) = 5 sequences ran; 8 (a trial of 9) did not.
+    assert (plan.micro_batch, plan.accumulation) == (4, 16)
+    assert 5 in tried and 9 in tried and max(tried) <= 36
+    for loss, label in (("squad", "start_positions"), ("classification", "labels"),
+                        ("regression", "labels")):
+        batch = synthetic_batch(loss, 3, 16, 100)
+        assert batch["input_ids"].shape == (3, 16) and batch[label].shape == (3,)

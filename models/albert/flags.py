@@ -45,8 +45,10 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g = p.add_argument_group("training")
     g.add_argument("--filesystem_prefix", default=".",
                    help="root for relative data paths (aws-samples: /fsx on the cloud)")
-    g.add_argument("--per_gpu_batch_size", type=int, default=None,
-                   help=f"sequences per micro-batch on each rank (default {batch})")
+    g.add_argument("--per_gpu_batch_size", type=_micro_batch, default=None,
+                   help=f"sequences per micro-batch on each rank (default {batch}); auto, with "
+                        "--global_batch_size: the largest micro-batch that fits and the "
+                        "accumulation that makes the global batch (see --memory_budget_gb)")
     g.add_argument("--global_batch_size", type=int, default=None,
                    help="sequences per update over all ranks = per_gpu_batch_size x "
                         "accumulation steps x ranks: with --per_gpu_batch_size the accumulation "
@@ -69,6 +71,14 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--max_grad_norm", type=float, default=1.0,
                    help="clip by global norm after the allreduce (0 disables)")
     g.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
+    g.add_argument("--recompute", choices=("none", "layers"), default="none",
+                   help="layers: keep only each transformer layer's input for the backward pass "
+                        "and recompute its activations there (about a third more compute for a "
+                        "fraction of the activation memory; the README's memory table)")
+    g.add_argument("--memory_budget_gb", type=float, default=None,
+                   help="memory of one rank, in GB (GiB), for --per_gpu_batch_size auto: decide "
+                        "from the memory plan against it. Default: on a GPU, by trial steps; on "
+                        "a CPU, this machine's available memory shared by its ranks")
     g.add_argument("--xla", choices=("auto", "on", "off"), default="auto",
                    help="XLA-compile the step. auto: the update always, the gradient on GPUs, and "
                         "on CPUs when XLA's matmul is faster than oneDNN's (probed at start)")
@@ -89,10 +99,22 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--log_dir", default=os.path.join("runs", run_name, "logs"))
     g.add_argument("--no_progress", action="store_true", help="no progress bar")
     g.add_argument("--plan_only", action="store_true",
-                   help="print the batch plan (and check the flags), then exit without training")
+                   help="print the batch plan and the memory plan per GPU (and check the flags), "
+                        "then exit without training")
     g.add_argument("--plan_ranks", type=int, default=None,
                    help="with --plan_only: plan for this many ranks (e.g. 8 GPUs) instead of "
                         "this process's")
+
+
+def _micro_batch(text: str):
+    """--per_gpu_batch_size: a positive integer or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got "
+                                         f"{text!r}") from None
 
 
 def _parse_override(item: str):
@@ -178,9 +200,13 @@ def xla_plan_from_flags(args, dist, recorded: dict | None = None):
 
 
 def batch_plan_from_flags(args, ranks: int):
-    """--per_gpu_batch_size / --global_batch_size / --gradient_accumulation_steps -> BatchPlan."""
+    """--per_gpu_batch_size / --global_batch_size / --gradient_accumulation_steps -> BatchPlan
+    (--per_gpu_batch_size auto is resolved first, by albert.memory.resolve_auto_batch)."""
     from albert.plan import PlanError, resolve_batch_plan
 
+    if args.per_gpu_batch_size == "auto":
+        raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.memory) "
+                        "before the batch plan")
     try:
         return resolve_batch_plan(ranks, args.per_gpu_batch_size, args.global_batch_size,
                                   args.gradient_accumulation_steps, args.default_micro_batch)
@@ -217,6 +243,20 @@ def check_training_flags(args) -> None:
         raise FlagError(f"--warmup_steps ({warmup}) exceeds --total_steps ({total})")
     if getattr(args, "load_optimizer_state", False) and args.load_from != "checkpoint":
         raise FlagError("--load_optimizer_state needs --load_from checkpoint")
+    check_memory_flags(args)
+
+
+def check_memory_flags(args) -> None:
+    budget = getattr(args, "memory_budget_gb", None)
+    if budget is not None and not budget > 0:
+        raise FlagError(f"--memory_budget_gb must be above 0, got {budget}")
+    if getattr(args, "per_gpu_batch_size", None) == "auto":
+        if args.global_batch_size is None:
+            raise FlagError("--per_gpu_batch_size auto needs --global_batch_size (the sequences "
+                            "per update that the micro-batch and the accumulation must make)")
+        if args.gradient_accumulation_steps is not None:
+            raise FlagError("--per_gpu_batch_size auto chooses the accumulation itself; drop "
+                            "--gradient_accumulation_steps")
 
 
 def started_from(args) -> dict:
@@ -247,3 +287,16 @@ def user_errors():
         # from the paths that reach here.
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
+
+
+def run_main(parse_args, run, argv=None) -> int:
+    """A runner's main(): logging set up as every runner logs, flags parsed, run(args) with the
+    user's errors turned into one line (user_errors)."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = parse_args(argv)
+    with user_errors():
+        return run(args)

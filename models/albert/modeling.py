@@ -235,21 +235,32 @@ class AlbertLayer(_Layer):
         return self.ffn_norm(tf.cast(x, self.compute_dtype) + self._feed_forward(x, training))
 
 
-# -- recomputation -------------------------------------------------------------------------------
+# -- shared weights and recomputation ------------------------------------------------------------
 RECOMPUTE_MODES = ("none", "layers")
 
 
-def _recomputed_layer(layer: AlbertLayer, x, bias, training):
-    """layer(x, bias) for [B, S, H] x, keeping only its inputs for the backward pass: the layer's
-    activations are computed again from them when its gradient is needed.
+def _with_weights(layer: AlbertLayer, weights, x, bias, training):
+    """layer(x, bias) computed with `weights` (tensors, in layer.trainable_variables order) in place
+    of its variables, so their gradients arrive as gradients of these tensors."""
+    mapping = list(zip(layer.trainable_variables, weights, strict=True))
+    with keras.StatelessScope(mapping, initialize_variables=False):
+        return layer(x, bias, training=training)
 
-    The recomputation runs under the same dropout key as the forward pass, so it draws the same
-    masks. Its inputs are made to depend on the incoming gradient (`_after`): otherwise XLA sees
-    the same ops on the same operands twice, merges them (CSE) or schedules the recomputation
-    inside the forward pass, and the activations stay alive until the backward pass anyway.
 
-    The layer's weights are shared between applications (ALBERT): each application returns its
-    own gradient for them and the outer tape sums them.
+def _recomputed(layer: AlbertLayer, weights, x, bias, training):
+    """One application of a shared layer keeping only its inputs for the backward pass, where it
+    runs again: (y, the weights handed on to the next application).
+
+    The recomputation draws the forward pass's dropout masks (same key). Its inputs are made to
+    depend on the incoming gradient (`_after`): otherwise XLA sees the same ops on the same
+    operands twice, merges them (CSE) or schedules the recomputation inside the forward pass, and
+    the activations stay alive until the backward pass anyway.
+
+    The weights come in as tensors and are handed on from application to application, so the
+    backward pass adds each application's weight gradient to the running sum that comes back
+    through them (`_accumulate`) instead of leaving the tape to sum every application's partial at
+    the end: each partial is a full copy of the layer's weights (0.8 GB for xxlarge) and would
+    outweigh the activations recomputation saves.
     """
     if _dropout_keys:
         key = _dropout_keys[-1]
@@ -259,25 +270,51 @@ def _recomputed_layer(layer: AlbertLayer, x, bias, training):
         key = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int64)
 
     @tf.custom_gradient
-    def run(x, bias, key):
+    def run(x, bias, key, *weights):
         with dropout_key(key):
-            y = layer(x, bias, training=training)
+            y = _with_weights(layer, weights, x, bias, training)
+        handed = [tf.identity(w) for w in weights]
 
-        def grad(dy, variables=None):
-            variables = list(variables or [])
+        def grad(dy, *running):
             x_, key_ = _after(dy, x, key)
             with tf.GradientTape() as tape:
-                tape.watch(x_)
-                tape.watch(variables)
+                tape.watch([x_, *weights])
                 with dropout_key(key_):
-                    y_ = layer(x_, bias, training=training)
-            grads = tape.gradient(y_, [x_, *variables], output_gradients=dy,
+                    y_ = _with_weights(layer, weights, x_, bias, training)
+            grads = tape.gradient(y_, [x_, *weights], output_gradients=dy,
                                   unconnected_gradients=tf.UnconnectedGradients.ZERO)
-            return (grads[0], None, None), grads[1:]
+            return (grads[0], None, None, *_accumulate(grads[1:], running, dy))
 
-        return y, grad
+        return (y, *handed), grad
 
-    return run(x, bias, key)
+    y, *handed = run(x, bias, key, *weights)
+    return y, handed
+
+
+def _accumulate(gradients, running_sums, dy):
+    """gradients + running_sums (None where nothing came back yet).
+
+    The additions run in a loop XLA cannot see the trip count of (once, unless `dy` is NaN, when
+    the update is skipped anyway): XLA fuses chains of elementwise additions, even through
+    conditionals and optimization barriers, into one that reads every operand at the end, which
+    would keep the partial gradient of every application alive; a loop is not fused, so each
+    application's partials are added and freed in turn."""
+    pairs = [(g, tf.cast(r, g.dtype)) for g, r in zip(gradients, running_sums, strict=True)
+             if r is not None]
+    if not pairs:
+        return list(gradients)
+    first = tf.cast(tf.reshape(dy, [-1])[:1], tf.float32)
+    trips = tf.cast(tf.reduce_all(tf.equal(first, first)), tf.int32)
+    partials = [g for g, _ in pairs]
+
+    def body(i, *sums):
+        return (i + 1, *[a + b for a, b in zip(sums, partials, strict=True)])
+
+    _, *summed = tf.while_loop(lambda i, *_: i < trips, body,
+                               (tf.constant(0), *[r for _, r in pairs]))
+    summed = iter(summed)
+    return [g if r is None else next(summed) for g, r in zip(gradients, running_sums,
+                                                             strict=True)]
 
 
 def _after(dy, *tensors):
@@ -300,10 +337,14 @@ class AlbertEncoder(_Layer):
     set of weights.
 
     `recompute` ("none" or "layers", see set_recompute): with "layers", training-mode calls keep
-    only each layer application's input [B, S, H] for the backward pass and recompute the rest.
+    only each layer application's input [B, S, H] for the backward pass and recompute the rest
+    (see _recomputed).
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
+        # No autocasting in the encoder's own scope: with recompute, call() reads the shared
+        # weights as float32 tensors (each layer still casts them to its compute dtype).
+        kwargs.setdefault("autocast", False)
         super().__init__(**kwargs)
         self.config = config
         self.recompute = "none"
@@ -342,11 +383,18 @@ class AlbertEncoder(_Layer):
         x = tf.cast(self.embedding_projection(embeddings), tf.float32)
         layers_per_group = c.num_hidden_layers // c.num_hidden_groups
         groups = self.groups
+        recompute = training and self.recompute == "layers"
+        weights = {}
+        if recompute:
+            weights = {layer.name: [tf.convert_to_tensor(v.value)
+                                    for v in layer.trainable_variables]
+                       for layer in self.shared_layers}
         for i in range(c.num_hidden_layers):
             for j, layer in enumerate(groups[i // layers_per_group]):
                 with _dropout_scope(_LAYER_SCOPE + i * c.inner_group_num + j):
-                    if training and self.recompute == "layers":
-                        x = _recomputed_layer(layer, x, bias, training)
+                    if recompute:
+                        x, weights[layer.name] = _recomputed(layer, weights[layer.name], x,
+                                                             bias, training)
                     else:
                         x = layer(x, bias, training=training)
         if self.final_norm is not None:

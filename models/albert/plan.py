@@ -1,4 +1,5 @@
-"""The batch plan: how the global batch splits over ranks, micro-batches and accumulation.
+"""The batch plan (how the global batch splits over ranks, micro-batches and accumulation) and
+the memory plan (what one rank needs for it).
 
     global batch = per-GPU micro-batch x accumulation steps x ranks
 
@@ -6,6 +7,12 @@ Given --global_batch_size and --per_gpu_batch_size, the accumulation is derived 
 BERT scripts do); given all three, they must agree; given the global batch and the accumulation,
 the micro-batch is derived. Nothing is silently ignored: a combination that does not divide is an
 error naming the flags.
+
+The memory plan (memory_plan) estimates a rank's peak memory from the config, sequence length,
+precision, micro-batch and --recompute; `python -m albert.plan` prints the largest micro-batch
+that fits each preset on given memory sizes (the README's "what fits where" table):
+
+    python -m albert.plan --memory_gb 16 32 80 141 --seq_lengths 128 512
 """
 
 from __future__ import annotations
@@ -84,15 +91,17 @@ RECOMPUTE = ("none", "layers")
 HEADS = ("pretraining", "squad", "classifier")
 COMPUTE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 # What the framework itself holds beside the tensors counted below. GPU: the CUDA context and the
-# cuBLAS/cuDNN/XLA workspaces (the allocator's peak does not see them). CPU: the whole process
-# before the first update (Python, TensorFlow, the compiled step), measured as peak RSS.
+# cuBLAS/cuDNN/XLA workspaces (the allocator's peak does not see them). CPU, measured as the peak
+# resident memory of a process that ran one update: Python and TensorFlow (0.65 GB) and XLA's
+# compilation of the step, which the C allocator keeps and which grows with the number of layer
+# applications in the graph (base 1.4 GB, large 1.7 GB in all).
 RUNTIME_BYTES = {"gpu": 1 * GIB, "cpu": 1 * GIB}
+RUNTIME_CPU_PER_APPLICATION = 0.03 * GIB
 # Horovod's fusion buffer (HOROVOD_FUSION_THRESHOLD, 128 MiB by default).
 FUSION_BUFFER_BYTES = 128 * 2 ** 20
-# TensorFlow's tape sums a shared variable's gradients once more than 4 are pending (and they
-# pass 128 MiB): with recomputation, up to this many per-application gradient partials of a
-# shared layer are alive at the backward pass's peak.
-PENDING_GRADIENTS = 5
+# --per_gpu_batch_size auto keeps this share of the memory free: a plan must fit in 90% of the
+# budget, a trial step on a GPU must run with 10% more sequences than the micro-batch chosen.
+SAFETY_MARGIN = 0.1
 
 
 def parameter_count(config, head: str = "pretraining", num_labels: int = 2) -> int:
@@ -117,27 +126,38 @@ def parameter_count(config, head: str = "pretraining", num_labels: int = 2) -> i
 def activation_bytes(config, seq_length: int, micro_batch: int, precision: str = "fp32",
                      recompute: str = "none", max_predictions: int = 20,
                      head: str = "pretraining") -> int:
-    """Bytes of activations alive at the peak of one micro-batch's forward + backward pass.
+    """Bytes alive at the peak of one micro-batch's forward + backward pass, beyond the weights,
+    their gradients and the optimizer slots.
 
     Per transformer layer application, with T = B x S tokens, c = bytes of the compute dtype and
     A = B x N x S x S attention scores, the forward pass keeps for the backward pass:
-        T x H x (5c + 12)   the matmul inputs (x, q, k, v, context) and the float32 LayerNorm
-                            inputs and residual stream
+        T x H x (5c + 12)   the matmul inputs (x, q, k, v, context), the float32 LayerNorm inputs
+                            and the residual stream
         T x I x 3c          the FFN pre-activation, its GELU intermediate and output
-        A x (4 + c')        float32 softmax output (+ its compute-dtype copy, c' = c below fp32)
+        A x (4 + c')        the float32 softmax output (and its compute-dtype copy below fp32)
         T x 16              LayerNorm statistics
-    and with dropout on, the random bits of each mask (4 bytes an element, u32) and the masked
-    probabilities (A x 4). The backward pass adds one layer's activation gradients (the working
-    set). With recompute "layers" only each application's input (T x H float32) is kept, plus one
-    layer's activations recomputed, its working set and the pending gradient partials of the
-    shared layer weights (see PENDING_GRADIENTS).
+    and with dropout on, each mask's random bits (4 bytes an element) and the masked attention
+    probabilities (A x 4). The peak is at the start of the backward pass: all of that, plus the
+    larger of the MLM head's backward (its [B, P, V] logits gradient and the tied decoder's
+    [B, V, E] per-sequence gradient) and one layer's activation gradients (T x H x 8 + T x I x 4 +
+    A x 4). Without recomputation the tape sums a shared layer's per-application weight gradients
+    at the end of the backward pass, so the peak may come there instead: one full copy of the
+    layer's weights per application.
+
+    With recompute "layers", each application keeps only its input (T x H float32), and the
+    backward pass holds one layer's recomputed activations plus one copy of the layer's weights
+    (the running gradient sum beside the application's own).
+
+    Calibrated on XLA's buffer assignment for the CPU (base, large, xlarge, xxlarge at sequence
+    128 and 512) and checked against measured peak memory: see the README.
     """
     if recompute not in RECOMPUTE:
         raise ValueError(f"--recompute must be one of {RECOMPUTE}, got {recompute!r}")
     c = COMPUTE_BYTES[precision]
     cfg = config
     b, s = micro_batch, seq_length
-    t, h, i, e = b * s, cfg.hidden_size, cfg.intermediate_size, cfg.embedding_size
+    t, h, i, e, v = b * s, cfg.hidden_size, cfg.intermediate_size, cfg.embedding_size, \
+        cfg.vocab_size
     scores = b * cfg.num_attention_heads * s * s
     hidden_dropout = cfg.hidden_dropout_prob > 0
     attention_dropout = cfg.attention_probs_dropout_prob > 0
@@ -146,17 +166,24 @@ def activation_bytes(config, seq_length: int, micro_batch: int, precision: str =
             + scores * (4 + (c if c < 4 else 0) + (8 if attention_dropout else 0))
             + t * 16)
     working = t * h * 8 + t * i * 4 + scores * 4
-    # Embeddings (E wide) and the head: MLM logits, their softmax and gradient (float32, P rows).
-    top = t * e * 12
-    if head == "pretraining":
-        top += b * max_predictions * (3 * 4 * cfg.vocab_size + 8 * (h + e))
+    embeddings = t * e * 12
+    head_backward = b * max_predictions * v * 8 + b * v * e * 4 if head == "pretraining" else 0
     applications = cfg.num_hidden_layers * cfg.inner_group_num
-    if recompute == "none":
-        return applications * kept + working + top
     per_distinct = applications // (cfg.num_hidden_groups * cfg.inner_group_num)
-    layer_params = 4 * h * h + 2 * h * i + 9 * h + i
-    partials = min(per_distinct, PENDING_GRADIENTS) * layer_params * 4
-    return applications * t * h * 4 + kept + working + top + partials
+    layer_weights = (4 * h * h + 2 * h * i + 9 * h + i) * 4
+    if recompute == "none":
+        start = applications * kept + max(head_backward, working)
+        end = per_distinct * layer_weights * cfg.inner_group_num + kept
+        return embeddings + max(start, end)
+    return embeddings + applications * t * h * 4 + max(head_backward, kept + layer_weights)
+
+
+def runtime_bytes(config, device: str) -> int:
+    """The framework's own memory on `device` (see RUNTIME_BYTES)."""
+    runtime = RUNTIME_BYTES[device]
+    if device == "cpu":
+        runtime += RUNTIME_CPU_PER_APPLICATION * config.num_hidden_layers * config.inner_group_num
+    return int(runtime)
 
 
 @dataclass(frozen=True)
@@ -225,8 +252,13 @@ def memory_plan(config, seq_length: int, micro_batch: int, *, precision: str = "
         weights=weights, gradients=gradients, optimizer=2 * weights, allreduce=allreduce,
         activations=activation_bytes(config, seq_length, micro_batch, precision, recompute,
                                      max_predictions, head),
-        runtime=RUNTIME_BYTES[device], micro_batch=micro_batch, seq_length=seq_length,
+        runtime=runtime_bytes(config, device), micro_batch=micro_batch, seq_length=seq_length,
         precision=precision, recompute=recompute, device=device)
+
+
+def plan_fits(plan: MemoryPlan, budget_bytes: float) -> bool:
+    """Whether `plan` fits `budget_bytes` with the safety margin."""
+    return plan.total <= (1.0 - SAFETY_MARGIN) * budget_bytes
 
 
 def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchPlan:
@@ -248,6 +280,72 @@ def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchP
             hi = mid - 1
     if best is None:
         raise PlanError(f"--per_gpu_batch_size auto: not even a micro-batch of 1 fits {why}; "
-                        "try --recompute layers, a lower --precision or a shorter "
-                        "--max_seq_length")
+                        "try --recompute layers, --precision bf16 or a shorter --max_seq_length")
     return BatchPlan(ranks, best, per_rank // best)
+
+
+def largest_fitting(config, seq_length: int, budget_bytes: float, *, limit: int = 1 << 16,
+                    **plan_args) -> int:
+    """The largest micro-batch whose memory_plan(config, seq_length, m, **plan_args) fits
+    `budget_bytes` with the safety margin (0 when not even one sequence does)."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        fits = plan_fits(memory_plan(config, seq_length, mid, **plan_args), budget_bytes)
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    return lo
+
+
+def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
+               accumulation: int = 2) -> list[str]:
+    """Markdown rows: for each preset x sequence length x precision, the largest micro-batch per
+    GPU on each memory size, without / with --recompute layers (pretraining, LAMB, `ranks` ranks
+    and gradient accumulation, the safety margin of --per_gpu_batch_size auto kept free)."""
+    from albert.config import AlbertConfig
+
+    rows = ["| model | seq | precision | " + " | ".join(f"{gb} GB" for gb in memory_gb) + " |",
+            "| --- | --- | --- |" + " --- |" * len(memory_gb)]
+    for size in sizes:
+        config = AlbertConfig.from_preset(size)
+        for seq in seq_lengths:
+            for precision in precisions:
+                cells = []
+                for gb in memory_gb:
+                    largest = [largest_fitting(config, seq, gb * GIB, precision=precision,
+                                               recompute=mode, ranks=ranks,
+                                               accumulation=accumulation)
+                               for mode in RECOMPUTE]
+                    cells.append(" / ".join(str(m) for m in largest))
+                rows.append(f"| {size} | {seq} | {precision} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    from albert.config import PRESETS
+
+    p = argparse.ArgumentParser(prog="python -m albert.plan", description=(
+        "The largest micro-batch per GPU that the memory plan fits, without / with "
+        "--recompute layers, for each preset, sequence length and precision."))
+    p.add_argument("--model_sizes", nargs="+", default=list(PRESETS), choices=list(PRESETS))
+    p.add_argument("--seq_lengths", nargs="+", type=int, default=[128, 512])
+    p.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
+                   choices=list(COMPUTE_BYTES))
+    p.add_argument("--memory_gb", nargs="+", type=float, default=[16, 32, 80, 141],
+                   help="memory of one GPU, GB (GiB)")
+    p.add_argument("--ranks", type=int, default=8)
+    p.add_argument("--accumulation", type=int, default=2)
+    args = p.parse_args(argv)
+    if min(args.memory_gb) <= 0 or min(args.seq_lengths) < 2 or args.ranks < 1 \
+            or args.accumulation < 1:
+        p.error("--memory_gb must be above 0, --seq_lengths at least 2, --ranks and "
+                "--accumulation at least 1")
+    gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_gb]
+    print("\n".join(fits_table(args.model_sizes, args.seq_lengths, args.precisions, gbs,
+                               ranks=args.ranks, accumulation=args.accumulation)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -37,13 +37,13 @@ from albert.flags import (
     FlagError,
     add_model_flags,
     add_training_flags,
-    batch_plan_from_flags,
     check_training_flags,
     model_from_flags,
+    run_main,
     tokenizer_path,
-    user_errors,
     xla_plan_from_flags,
 )
+from albert.memory import plan_only_lines, prepare_memory
 
 logger = logging.getLogger("albert.run_classifier")
 
@@ -198,8 +198,9 @@ def run(args) -> int:
     from albert.tokenization import load_tokenizer
 
     if args.plan_only:
-        plan = batch_plan_from_flags(args, args.plan_ranks or 1)
-        print(plan.describe(args.max_seq_length), flush=True)
+        for line in plan_only_lines(args, args.plan_ranks or 1, head="classifier",
+                                    total_steps=args.total_steps):
+            print(line, flush=True)
         return 0
     for name in ("train_file", "eval_file", "predict_file"):
         path = getattr(args, name)
@@ -392,6 +393,8 @@ def train(args, model, prefix, spec, spm_model, dist, metrics):
                                   if regression else
                                   (classification_loss, CLASSIFICATION_METRICS,
                                    classification_metrics))
+    prepare_memory(args, model, dist, loss=spec.task, loss_fn=loss_fn, head="classifier",
+                   num_labels=model.num_labels)
     return fine_tune(args, model, loss_fn=loss_fn, metric_names=names, metrics_fn=metrics_fn,
                      examples=data.read_feature_meta(prefix)["examples"], make_data=make_data,
                      spm_model=spm_model, dist=dist, metrics=metrics, what="examples",
@@ -489,12 +492,7 @@ def write_predictions(path: str, spec, index, logits) -> str:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
-    with user_errors():
-        return run(args)
+    return run_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

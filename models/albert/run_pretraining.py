@@ -24,10 +24,11 @@ from albert.flags import (
     batch_plan_from_flags,
     check_training_flags,
     model_from_flags,
+    run_main,
     started_from,
-    user_errors,
     xla_plan_from_flags,
 )
+from albert.memory import choose_auto_batch, memory_plan_from_flags, plan_only_lines
 
 logger = logging.getLogger("albert.run_pretraining")
 
@@ -72,13 +73,14 @@ def parse_args(argv=None):
 
 
 def plan_only(args) -> int:
-    """--plan_only: the batch plan for --plan_ranks ranks, printed; nothing else runs."""
+    """--plan_only: the batch plan for --plan_ranks ranks and the memory plan per GPU, printed;
+    nothing else runs."""
     from albert.distributed import launched_by_horovod
 
     ranks = args.plan_ranks or int(os.environ.get("HOROVOD_SIZE", 1) if launched_by_horovod()
                                    else 1)
-    plan = batch_plan_from_flags(args, ranks)
-    print(plan.describe(args.max_seq_length, args.total_steps), flush=True)
+    for line in plan_only_lines(args, ranks, head="pretraining", total_steps=args.total_steps):
+        print(line, flush=True)
     return 0
 
 
@@ -109,7 +111,7 @@ def run(args) -> int:
     )
     from albert.loop import fit
     from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
-    from albert.modeling import AlbertForPreTraining
+    from albert.modeling import AlbertForPreTraining, set_recompute
     from albert.optimization import learning_rate_at, make_optimizer
     from albert.precision import set_precision
     from albert.run_logging import MetricsLogger
@@ -119,8 +121,8 @@ def run(args) -> int:
     set_precision(args.precision)
     # Rank 0's initial weights are broadcast to every rank; dropout masks are keyed by rank.
     keras.utils.set_random_seed(args.seed)
-    plan = batch_plan_from_flags(args, dist.size)
-    batch_size, accum = plan.micro_batch, plan.accumulation
+    if args.per_gpu_batch_size != "auto":
+        batch_plan_from_flags(args, dist.size)  # batch flags that cannot work stop here
     # Checked on every rank before anything is built, so a bad file is one error, not a crash
     # at the first validation or a rank that hangs the others with nothing to read.
     train_files = resolve_files(args.train_dir, args.filesystem_prefix)
@@ -141,7 +143,7 @@ def run(args) -> int:
 
     model = model_from_flags(AlbertForPreTraining, args, args.max_seq_length)
     config = model.config
-    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
+    set_recompute(model, args.recompute)
 
     def schedule(step):
         return learning_rate_at(step, args.learning_rate, args.warmup_steps, args.total_steps,
@@ -157,6 +159,18 @@ def run(args) -> int:
         logger.warning("this command changes the run's XLA plan: it started with gradient %s, "
                        "update %s; now %s", recorded_xla["gradient"], recorded_xla["update"],
                        xla.describe())
+    on_gpu = bool(tf.config.list_physical_devices("GPU"))
+    auto_line = None
+    if args.per_gpu_batch_size == "auto":
+        auto_line = choose_auto_batch(args, model, dist, loss="pretraining",
+                                      loss_fn=pretraining_loss, head="pretraining",
+                                      xla_gradient=xla.gradient, on_gpu=on_gpu,
+                                      recorded=(previous or {}).get("batch_plan"))
+    plan = batch_plan_from_flags(args, dist.size)
+    batch_size, accum = plan.micro_batch, plan.accumulation
+    memory = memory_plan_from_flags(args, config, plan, head="pretraining",
+                                    device="gpu" if on_gpu else "cpu")
+    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
     trainer = Trainer(
         model, pretraining_loss, optimizer, schedule, dist,
         metric_names=PRETRAINING_METRICS, accum_steps=accum, precision=args.precision,
@@ -178,7 +192,10 @@ def run(args) -> int:
         logger.info("ALBERT %s: %.2fM parameters, precision %s, %s",
                     args.model_config or args.model_size, params / 1e6, args.precision,
                     xla.describe())
+        if auto_line:
+            logger.info("%s", auto_line)
         logger.info("%s", plan.describe(args.max_seq_length, args.total_steps))
+        logger.info("%s", memory.describe())
     if how == "resumed" and step >= args.total_steps:
         export = _export_final(model, args, dist)
         if dist.is_chief:
@@ -280,6 +297,7 @@ def squad_during_pretraining(model, args, dist) -> dict:
             "--cache_dir", os.path.join(args.checkpoint_dir, "squad_cache"), "--no_progress",
             "--log_frequency", str(max(args.squad_steps, 1)),
             "--xla", "off" if args.skip_xla or args.eager else args.xla,
+            "--recompute", args.recompute,
         ]
         # The child is a single process: hide the launcher's rank variables from it.
         env = {k: v for k, v in os.environ.items()
@@ -295,12 +313,7 @@ def squad_during_pretraining(model, args, dist) -> dict:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
-    with user_errors():
-        return run(args)
+    return run_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

@@ -28,13 +28,13 @@ from albert.flags import (
     FlagError,
     add_model_flags,
     add_training_flags,
-    batch_plan_from_flags,
     check_training_flags,
     model_from_flags,
+    run_main,
     tokenizer_path,
-    user_errors,
     xla_plan_from_flags,
 )
+from albert.memory import plan_only_lines, prepare_memory
 
 logger = logging.getLogger("albert.run_squad")
 
@@ -118,8 +118,9 @@ def run(args) -> int:
     from albert.tokenization import load_tokenizer
 
     if args.plan_only:
-        plan = batch_plan_from_flags(args, args.plan_ranks or 1)
-        print(plan.describe(args.max_seq_length), flush=True)
+        for line in plan_only_lines(args, args.plan_ranks or 1, head="squad",
+                                    total_steps=args.total_steps):
+            print(line, flush=True)
         return 0
     for name in ("train_file", "predict_file"):
         path = getattr(args, name)
@@ -206,6 +207,7 @@ def train(args, model, tokenizer, spm_model, settings, dist, metrics):
 
     _, _, prefix = _features(args.train_file, tokenizer, spm_model, settings, True, args, dist)
     records, parse = squad.feature_dataset(prefix, args.max_seq_length)
+    prepare_memory(args, model, dist, loss="squad", loss_fn=squad_loss, head="squad")
 
     def make_data(plan, skip):
         return (records.shard(dist.size, dist.rank)
@@ -280,12 +282,7 @@ def score(args, examples, data, prefix, results, metrics, step) -> dict:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
-    with user_errors():
-        return run(args)
+    return run_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

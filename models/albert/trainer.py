@@ -45,11 +45,11 @@ class Trainer:
                  xla_gradient: bool | None = None, eager: bool = False,
                  max_grad_norm: float = 1.0, fp16_allreduce: bool = False, seed: int = 0,
                  initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
-                 recompute: str = "none"):
+                 recompute: str | None = None):
         if accum_steps < 1:
             raise ValueError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
-        set_recompute(model, recompute)  # before the gradient function is traced
-        self.recompute = recompute
+        if recompute is not None:  # None: as the model was set (modeling.set_recompute)
+            set_recompute(model, recompute)  # before the gradient function is traced
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.schedule, self.dist = schedule, dist
         self.accum_steps = accum_steps

@@ -1,0 +1,312 @@
+"""A run's memory: the memory plan of its flags, --per_gpu_batch_size auto, and what --plan_only
+prints.
+
+The plan itself (what each part of a rank's memory comes to) is albert.plan's arithmetic; this
+module applies it to a runner's flags, decides the micro-batch for --per_gpu_batch_size auto (from
+the plan against a budget, or on a GPU by trying real compiled steps until one runs out of memory),
+and hands rank 0's choice to every rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import os
+
+from albert.config import AlbertConfig
+from albert.flags import (
+    FlagError,
+    batch_plan_from_flags,
+    check_memory_flags,
+    model_config_from_flags,
+)
+from albert.plan import (
+    GIB,
+    SAFETY_MARGIN,
+    BatchPlan,
+    PlanError,
+    largest_micro_batch,
+    memory_plan,
+    plan_fits,
+)
+
+
+def config_for_plan(args) -> tuple[AlbertConfig, str | None]:
+    """The config of the model a run would train, read without building it (--plan_only), and a
+    note when a file it names is not on this machine (a cluster's /fsx path planned from a
+    laptop): then the plan assumes the preset's vocabulary, or the preset itself."""
+    path = args.checkpoint_path
+    if args.load_from in ("pretrained", "huggingface") and path:
+        try:
+            if os.path.isfile(os.path.join(path, "config.json")) or os.path.isfile(path):
+                return AlbertConfig.from_json_file(path), None
+            return AlbertConfig.from_google_json_file(path), None
+        except FileNotFoundError:
+            flags = argparse.Namespace(**{**vars(args), "spm_model": None, "model_config": None})
+            config = model_config_from_flags(flags)
+            return config, (f"--checkpoint_path {path} has no model config on this machine: the "
+                            f"memory plan assumes --model_size {args.model_size} with "
+                            f"{config.vocab_size} pieces")
+    if args.spm_model and not os.path.isfile(args.spm_model):
+        config = model_config_from_flags(argparse.Namespace(**{**vars(args), "spm_model": None}))
+        return config, (f"--spm_model {args.spm_model} is not on this machine: the memory plan "
+                        f"assumes a vocabulary of {config.vocab_size} pieces")
+    return model_config_from_flags(args), None
+
+
+def memory_plan_from_flags(args, config: AlbertConfig, plan, *, head: str, num_labels: int = 2,
+                           device: str = "gpu"):
+    """plan.MemoryPlan of one rank for this run's flags and batch plan."""
+    return memory_plan(config, args.max_seq_length, plan.micro_batch, precision=args.precision,
+                       recompute=args.recompute, ranks=plan.ranks,
+                       accumulation=plan.accumulation, fp16_allreduce=args.fp16_allreduce,
+                       max_predictions=getattr(args, "max_predictions_per_seq", 20), head=head,
+                       num_labels=num_labels, device=device)
+
+
+def available_memory_bytes() -> int:
+    """Memory the kernel says new processes can use without swapping (MemAvailable, Linux),
+    else the physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def resolve_auto_batch(args, ranks: int, config: AlbertConfig, *, head: str,
+                       num_labels: int = 2, device: str = "gpu", trial=None,
+                       ranks_here: int = 1) -> str:
+    """--per_gpu_batch_size auto: choose the largest micro-batch that fits (a divisor of
+    --global_batch_size / ranks) and the accumulation that makes the global batch; write both
+    into args (so the run proceeds as if they had been given) and return the log line saying what
+    was chosen and why.
+
+    With --memory_budget_gb, or without `trial`, the memory plan decides against the budget
+    (default: this machine's available memory shared by its `ranks_here` ranks). Otherwise
+    trial(m) decides (micro_batch_trial: real compiled steps on the GPU). In a run, rank 0
+    calls this through choose_auto_batch, which hands its choice to every rank."""
+    check_memory_flags(args)
+    total = args.global_batch_size
+    per_rank = total // ranks if ranks else 0
+
+    def planned(micro):
+        return memory_plan_from_flags(args, config, BatchPlan(ranks, micro, per_rank // micro),
+                                      head=head, num_labels=num_labels, device=device)
+
+    use_plan = args.memory_budget_gb is not None or trial is None
+    if use_plan:
+        if args.memory_budget_gb is not None:
+            budget = args.memory_budget_gb * GIB
+            source = "--memory_budget_gb"
+        else:
+            budget = available_memory_bytes() / ranks_here
+            source = f"this machine's available memory / {ranks_here} rank(s) on it"
+        keep = f"{(1 - SAFETY_MARGIN) * 100:.0f}% of {budget / GIB:.1f} GB ({source})"
+
+        def fits(micro):
+            return plan_fits(planned(micro), budget)
+
+        why_not = f"{keep}: a micro-batch of 1 plans {planned(1).total / GIB:.1f} GB" \
+            if per_rank >= 1 and total % ranks == 0 else keep
+    else:
+        fits = trial
+        why_not = "this GPU: a trial step of 2 sequences ran out of memory"
+    tried = {}
+
+    def recorded(micro):
+        tried[micro] = fits(micro)
+        return tried[micro]
+
+    try:
+        plan = largest_micro_batch(recorded, total, ranks, why=why_not)
+    except PlanError as e:
+        raise FlagError(str(e)) from None
+    args.per_gpu_batch_size, args.gradient_accumulation_steps = plan.micro_batch, plan.accumulation
+    failed = min((m for m, ok in tried.items() if not ok), default=None)
+    head_line = (f"--per_gpu_batch_size auto: micro-batch {plan.micro_batch} x accumulation "
+                 f"{plan.accumulation} x {ranks} rank(s) = {total}, the largest divisor of "
+                 f"{per_rank} sequences per rank")
+    if use_plan:
+        line = (f"{head_line} whose memory plan ({planned(plan.micro_batch).total / GIB:.1f} GB, "
+                f"recompute {args.recompute}) fits {keep}")
+        if failed:
+            line += f"; {failed} would plan {planned(failed).total / GIB:.1f} GB"
+    else:
+        line = (f"{head_line} for which a trial step of "
+                f"{math.ceil(plan.micro_batch * (1 + SAFETY_MARGIN))} sequences (a "
+                f"{SAFETY_MARGIN:.0%} margin) ran on this GPU")
+        if failed:
+            line += f"; {failed} ran out of memory"
+    return line
+
+
+def choose_auto_batch(args, model, dist, *, loss: str, loss_fn, head: str, num_labels: int = 2,
+                      xla_gradient: bool, on_gpu: bool, recorded: dict | None = None) -> str | None:
+    """--per_gpu_batch_size auto in a run: rank 0 decides (resolve_auto_batch; on a GPU without
+    --memory_budget_gb by trial steps of `loss_fn` on `model`, compiled with XLA when the gradient
+    is), every rank uses its choice, and a choice that cannot be made stops every rank with rank
+    0's reason. Returns rank 0's log line (None elsewhere).
+
+    `recorded`: the batch plan of the run this command resumes (run.json, read on rank 0). When
+    it makes the same global batch over the same ranks it is kept, so a resumed run does not
+    change its micro-batch (and with it its dropout keys and saved input positions) because the
+    memory free this time differs."""
+    line = choice = None
+    if dist.is_chief and recorded and recorded.get("ranks") == dist.size \
+            and recorded.get("global_batch") == args.global_batch_size:
+        choice = (recorded["micro_batch"], recorded["accumulation"])
+        line = (f"--per_gpu_batch_size auto: micro-batch {choice[0]} x accumulation {choice[1]} "
+                f"x {dist.size} rank(s) = {args.global_batch_size}, as this run chose when it "
+                "started (run.json)")
+    elif dist.is_chief:
+        trial = None
+        if on_gpu and args.memory_budget_gb is None:
+            # What the run holds beside a micro-batch's gradient and is not created yet: the
+            # optimizer's slots, the accumulated gradients and the allreduce buffers.
+            later = memory_plan_from_flags(args, model.config, BatchPlan(dist.size, 1, 2),
+                                           head=head, num_labels=num_labels)
+            reserve = later.optimizer + later.allreduce + later.gradients // 2
+            seq, vocab = args.max_seq_length, model.config.vocab_size
+            preds = getattr(args, "max_predictions_per_seq", 20)
+            trial = micro_batch_trial(
+                model, loss_fn, lambda n: synthetic_batch(loss, n, seq, vocab, preds),
+                jit=xla_gradient, reserve_bytes=reserve)
+        try:
+            line = resolve_auto_batch(args, dist.size, model.config, head=head,
+                                      num_labels=num_labels, device="gpu" if on_gpu else "cpu",
+                                      trial=trial, ranks_here=dist.local_size)
+            choice = (args.per_gpu_batch_size, args.gradient_accumulation_steps)
+        except FlagError as e:
+            choice = str(e)
+    choice = dist.allgather_object(choice)[0]
+    if isinstance(choice, str):
+        raise FlagError(choice)
+    args.per_gpu_batch_size, args.gradient_accumulation_steps = choice
+    return line
+
+
+def prepare_memory(args, model, dist, *, loss: str, loss_fn, head: str,
+                   num_labels: int = 2) -> None:
+    """What a fine-tuning runner does before albert.finetune.fine_tune: set --recompute on the
+    model, resolve --per_gpu_batch_size auto (see choose_auto_batch), and log the choice, and
+    the memory plan for the batch plan fine_tune will use (rank 0)."""
+    import tensorflow as tf
+
+    from albert.modeling import set_recompute
+
+    set_recompute(model, args.recompute)
+    on_gpu = bool(tf.config.list_physical_devices("GPU"))
+    line = None
+    if args.per_gpu_batch_size == "auto":
+        xla_gradient = not (args.eager or args.skip_xla or args.xla == "off")
+        line = choose_auto_batch(args, model, dist, loss=loss, loss_fn=loss_fn, head=head,
+                                 num_labels=num_labels, xla_gradient=xla_gradient, on_gpu=on_gpu)
+    plan = batch_plan_from_flags(args, dist.size)
+    memory = memory_plan_from_flags(args, model.config, plan, head=head, num_labels=num_labels,
+                                    device="gpu" if on_gpu else "cpu")
+    if dist.is_chief:
+        log = logging.getLogger("albert.finetune")
+        if line:
+            log.info("%s", line)
+        log.info("%s", memory.describe())
+
+
+def plan_only_lines(args, ranks: int, *, head: str, num_labels: int = 2,
+                    total_steps: int | None = None) -> list[str]:
+    """--plan_only: the batch plan and the memory plan per GPU (and, for --per_gpu_batch_size
+    auto, which the memory plan decides against --memory_budget_gb, why)."""
+    config, note = config_for_plan(args)
+    lines = [note] if note else []
+    if args.per_gpu_batch_size == "auto":
+        if args.memory_budget_gb is None:
+            raise FlagError("--per_gpu_batch_size auto with --plan_only decides from the memory "
+                            "plan: give --memory_budget_gb (the memory of one GPU)")
+        lines.append(resolve_auto_batch(args, ranks, config, head=head, num_labels=num_labels))
+    plan = batch_plan_from_flags(args, ranks)
+    lines.append(plan.describe(args.max_seq_length, total_steps))
+    lines.append(memory_plan_from_flags(args, config, plan, head=head,
+                                        num_labels=num_labels).describe())
+    return lines
+
+
+# -- trial steps for --per_gpu_batch_size auto on a GPU (TensorFlow is imported only here and in
+# prepare_memory, so that --plan_only answers without it) ------------------------------------------
+
+def synthetic_batch(loss: str, micro_batch: int, seq_length: int, vocab_size: int,
+                    max_predictions: int = 20) -> dict:
+    """`micro_batch` full-length sequences [micro_batch, seq_length] with the features a runner's
+    loss reads: loss is "pretraining", "squad", "classification" or "regression"."""
+    import tensorflow as tf
+
+    b, s = micro_batch, seq_length
+    ids = tf.random.stateless_uniform([b, s], [0, 1], minval=5, maxval=max(vocab_size, 6),
+                                      dtype=tf.int32)
+    batch = {"input_ids": ids, "attention_mask": tf.ones([b, s], tf.int32),
+             "token_type_ids": tf.zeros([b, s], tf.int32)}
+    if loss == "pretraining":
+        p = min(max_predictions, s - 1)
+        batch |= {"masked_lm_positions": tf.tile(tf.range(1, p + 1)[None], [b, 1]),
+                  "masked_lm_ids": ids[:, :p], "masked_lm_weights": tf.ones([b, p]),
+                  "sop_labels": tf.zeros([b], tf.int32)}
+    elif loss == "squad":
+        batch |= {"start_positions": tf.ones([b], tf.int32),
+                  "end_positions": tf.ones([b], tf.int32)}
+    elif loss == "classification":
+        batch["labels"] = tf.zeros([b], tf.int32)
+    elif loss == "regression":
+        batch["labels"] = tf.zeros([b], tf.float32)
+    else:
+        raise ValueError(f"unknown loss {loss!r}")
+    return batch
+
+
+def _out_of_memory(error: Exception) -> bool:
+    import tensorflow as tf
+
+    if isinstance(error, tf.errors.ResourceExhaustedError):
+        return True
+    text = str(error).lower()  # XLA sometimes reports a failed allocation as an internal error
+    return isinstance(error, tf.errors.InternalError) and (
+        "resource_exhausted" in text or "out of memory" in text)
+
+
+def micro_batch_trial(model, loss_fn, make_batch, jit: bool, reserve_bytes: int = 0):
+    """fits(m) for plan.largest_micro_batch, by trying: a forward + backward pass of
+    ceil(m x (1 + SAFETY_MARGIN)) sequences (make_batch(n) -> a batch of n), compiled as the
+    trainer compiles its gradient, while `reserve_bytes` more are held on the device (what the run
+    holds beside it and has not created yet: optimizer slots, the accumulated gradients, the
+    allreduce buffers). False when the device runs out of memory."""
+    import tensorflow as tf
+
+    variables = model.trainable_variables
+
+    def gradients(batch):
+        with tf.GradientTape() as tape:
+            loss, _ = loss_fn(model, batch, training=True)
+        return tape.gradient(loss, variables)
+
+    def fits(micro_batch: int) -> bool:
+        trial = math.ceil(micro_batch * (1.0 + SAFETY_MARGIN))
+        step = tf.function(gradients, jit_compile=jit)  # a fresh one: no earlier shapes kept
+        chunk = 1 << 28
+        held = [tf.zeros([min(chunk, reserve_bytes // 4 - i)], tf.float32)
+                for i in range(0, reserve_bytes // 4, chunk)]
+        try:
+            grads = step(make_batch(trial))
+            # Reading a result waits for the device, where an allocation failure surfaces.
+            tf.add_n([tf.reduce_sum(tf.cast(tf.convert_to_tensor(g), tf.float32))
+                      for g in grads if g is not None]).numpy()
+            return True
+        except (tf.errors.ResourceExhaustedError, tf.errors.InternalError) as e:
+            if not _out_of_memory(e):
+                raise
+            return False
+        finally:
+            del held
+
+    return fits

@@ -1,0 +1,153 @@
+"""The memory plan and the automatic micro-batch (albert.plan), checked against real models."""
+
+import pytest
+
+from albert.config import AlbertConfig
+from albert.plan import (
+    GIB,
+    PlanError,
+    activation_bytes,
+    largest_micro_batch,
+    memory_plan,
+    parameter_count,
+)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"num_hidden_groups": 2, "inner_group_num": 2},
+                                       {"pre_layer_norm": True}],
+                         ids=["tiny", "groups", "pre_ln"])
+def test_parameter_count_is_exact_for_every_head(overrides):
+    from albert import AlbertForPreTraining, AlbertForQuestionAnswering
+    from albert.modeling import AlbertForSequenceClassification
+
+    config = AlbertConfig.from_preset("tiny", vocab_size=500, **overrides)
+    for head, model in (("pretraining", AlbertForPreTraining(config)),
+                        ("squad", AlbertForQuestionAnswering(config)),
+                        ("classifier", AlbertForSequenceClassification(config, num_labels=3))):
+        model.build_for_config()
+        real = sum(int(v.numpy().size) for v in model.weights)
+        assert parameter_count(config, head, num_labels=3) == real, head
+
+
+def test_published_sizes():
+    # ALBERT v2 as released (with the MLM and SOP heads): base 11.8M ... xxlarge 223M.
+    counts = {name: parameter_count(AlbertConfig.from_preset(name))
+              for name in ("base", "large", "xlarge", "xxlarge")}
+    assert counts == {"base": 11_813_810, "large": 17_847_474, "xlarge": 59_021_490,
+                      "xxlarge": 223_158_450}
+
+
+def test_plan_parts():
+    config = AlbertConfig.from_preset("xxlarge")
+    params = parameter_count(config)
+    plan = memory_plan(config, 512, 8, precision="bf16")
+    # Float32 weights, gradients and two optimizer slots whatever the precision.
+    assert (plan.weights, plan.gradients, plan.optimizer) == (4 * params, 4 * params, 8 * params)
+    assert plan.allreduce == 0  # one rank: nothing to reduce
+    assert plan.total == (plan.weights + plan.gradients + plan.optimizer + plan.activations
+                          + plan.runtime)
+    # Accumulation keeps the running sum beside each micro-batch's gradients.
+    assert memory_plan(config, 512, 8, accumulation=4).gradients == 8 * params
+    eight = memory_plan(config, 512, 8, ranks=8)
+    assert eight.allreduce > 4 * params  # the averaged copy and Horovod's fusion buffer
+    fp16_wire = memory_plan(config, 512, 8, ranks=8, fp16_allreduce=True)
+    assert fp16_wire.allreduce > eight.allreduce  # the fp16 copies on the way
+    line = plan.describe()
+    assert line.startswith("memory plan: ") and "GB per GPU" in line and "recompute none" in line
+
+
+def test_activations_shrink_with_recompute_and_lower_precision():
+    config = AlbertConfig.from_preset("xlarge")
+    none = activation_bytes(config, 512, 8)
+    layers = activation_bytes(config, 512, 8, recompute="layers")
+    assert layers < 0.25 * none
+    assert activation_bytes(config, 512, 8, precision="bf16") < 0.85 * none
+    # Without recompute the activations grow with the micro-batch (and quadratically with the
+    # sequence through the attention scores); dropout adds its masks.
+    assert activation_bytes(config, 512, 16) > 1.9 * none
+    assert activation_bytes(config, 256, 8) < 0.5 * none
+    dropout = AlbertConfig.from_preset("xlarge", hidden_dropout_prob=0.1,
+                                       attention_probs_dropout_prob=0.1)
+    assert activation_bytes(dropout, 512, 8) > 1.2 * none
+
+
+def test_largest_micro_batch_makes_the_global_batch_exactly():
+    calls = []
+
+    def fits(m):
+        calls.append(m)
+        return m <= 20
+
+    plan = largest_micro_batch(fits, global_batch=4096, ranks=8, why="the test budget")
+    assert (plan.micro_batch, plan.accumulation, plan.ranks) == (16, 32, 8)
+    assert plan.global_batch == 4096
+    assert len(calls) <= 5  # bisected over the 10 divisors of 512
+    # 96 per rank: 16 fits, 24 does not.
+    plan = largest_micro_batch(lambda m: m <= 20, global_batch=192, ranks=2, why="x")
+    assert (plan.micro_batch, plan.accumulation) == (16, 6)
+    # A prime per-rank batch leaves 1 when the whole does not fit.
+    plan = largest_micro_batch(lambda m: m <= 20, global_batch=37, ranks=1, why="x")
+    assert (plan.micro_batch, plan.accumulation) == (1, 37)
+
+
+def test_largest_micro_batch_says_so_and_stops():
+    with pytest.raises(PlanError, match="not divisible by 8 rank"):
+        largest_micro_batch(lambda m: True, global_batch=100, ranks=8, why="x")
+    with pytest.raises(PlanError, match="not even a micro-batch of 1 fits 2.0 GB"):
+        largest_micro_batch(lambda m: False, global_batch=64, ranks=1, why="2.0 GB")
+
+
+def test_plan_decides_more_fits_with_recompute():
+    config = AlbertConfig.from_preset("xlarge")
+    budget = 16 * GIB
+
+    def fits(recompute):
+        return lambda m: memory_plan(config, 512, m, recompute=recompute).total <= budget
+
+    without = largest_micro_batch(fits("none"), 4096, 1, why="16 GB")
+    with_recompute = largest_micro_batch(fits("layers"), 4096, 1, why="16 GB")
+    assert with_recompute.micro_batch >= 4 * without.micro_batch
+    assert without.micro_batch * without.accumulation == 4096
+
+
+def test_bad_names_are_errors():
+    config = AlbertConfig.from_preset("tiny")
+    with pytest.raises(ValueError, match="--recompute must be one of"):
+        memory_plan(config, 128, 8, recompute="attention")
+    with pytest.raises(ValueError, match="--precision must be one of"):
+        memory_plan(config, 128, 8, precision="fp8")
+    with pytest.raises(ValueError, match="head must be one of"):
+        parameter_count(config, "ner")
+
+
+def test_what_fits_where_table_is_the_plans_largest_micro_batch():
+    # `python -m albert.plan` (the README's table): each cell is the largest micro-batch whose
+    # plan fits with the safety margin, without / with recomputation.
+    import subprocess
+    import sys
+
+    from albert.plan import largest_fitting, plan_fits
+
+    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "large",
+                           "xxlarge", "--seq_lengths", "512", "--precisions", "bf16",
+                           "--memory_gb", "16", "80"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = proc.stdout.strip().splitlines()
+    assert rows[0] == "| model | seq | precision | 16 GB | 80 GB |"
+    assert len(rows) == 4
+    for row in rows[2:]:
+        size, seq, precision, *cells = [c.strip() for c in row.strip("|").split("|")]
+        config = AlbertConfig.from_preset(size)
+        for gb, cell in zip((16, 80), cells, strict=True):
+            for mode, m in zip(("none", "layers"), map(int, cell.split(" / ")), strict=True):
+                args = dict(precision=precision, recompute=mode, ranks=8, accumulation=2)
+                assert m == largest_fitting(config, int(seq), gb * GIB, **args)
+                assert not plan_fits(memory_plan(config, 512, m + 1, **args), gb * GIB)
+                if m:
+                    assert plan_fits(memory_plan(config, 512, m, **args), gb * GIB)
+    # xxlarge at 512 needs recomputation on 16 GB: the shared layer's per-application weight
+    # gradients alone (12 x 0.8 GB) exceed it.
+    assert rows[3].startswith("| xxlarge | 512 | bf16 | 0 / ")
+    bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", "0"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--memory_gb must be above 0" in bad.stderr
