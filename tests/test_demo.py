@@ -1,0 +1,144 @@
+"""scripts/demo.sh end to end (reduced).
+
+The demo's point is one printed comparison: pretrained against scratch, with the pretraining's
+MLM/SOP accuracy against their baselines. A summary that read the wrong file, swapped the two runs,
+or rounded the difference from other numbers would still look fine on screen, so the end-to-end test
+checks every printed figure against the files the runs wrote and rescores both prediction files
+with the official scorer.
+"""
+
+import collections
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from albert.squad_metrics import evaluate
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NUMBER = r"([-+]?\d+\.\d+)"
+
+
+def _questions(data):
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                yield article["title"], paragraph["context"], qa
+
+
+# -- the demo, reduced ----------------------------------------------------------------------------
+
+
+def _number(pattern: str, text: str) -> list[float]:
+    match = re.search(pattern, text, re.MULTILINE)
+    assert match, f"the demo's output has no line matching {pattern!r}"
+    return [float(g) for g in match.groups()]
+
+
+def _last_metrics(path: str, split: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return [r for r in records if r["split"] == split][-1]
+
+
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo") / "demo_output"
+    env = dict(os.environ, DEMO_QUICK="1", DEMO_DIR=str(out), DEMO_SEED="3")
+    proc = subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", "demo.sh")], env=env,
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout, str(out)
+
+
+def test_quick_demo_prints_the_comparison(quick_demo):
+    stdout, _ = quick_demo
+    for line in ("=== pretrained vs from scratch", "MLM accuracy", "SOP accuracy",
+                 "dev F1 from pretrained", "dev F1 from scratch", "difference", "verdict:"):
+        assert line in stdout, f"missing {line!r} in the demo's output"
+
+
+def test_quick_demo_fine_tunes_agree_with_what_they_wrote(quick_demo):
+    stdout, out = quick_demo
+    dev_path = os.path.join(out, "squad_data", "dev-v2.0.json")
+    with open(dev_path, encoding="utf-8") as f:
+        dev = json.load(f)
+    scores = {}
+    for name in ("pretrained", "scratch"):
+        with open(os.path.join(out, f"squad_{name}", "eval_results.json"), encoding="utf-8") as f:
+            written = json.load(f)
+        # Rescore the run's own predictions: the printed figure is the official score of what
+        # this run predicted on this dev file, not a number carried over from somewhere else.
+        with open(os.path.join(out, f"squad_{name}", "predictions.json"), encoding="utf-8") as f:
+            rescored = evaluate(dev, json.load(f))
+        assert rescored["f1"] == pytest.approx(written["f1"], abs=1e-6)
+        assert rescored["total"] == sum(1 for _ in _questions(dev))
+        f1, exact = _number(rf"^dev F1 from {name}\s+{NUMBER}\s+\(EM {NUMBER}", stdout)
+        assert f1 == pytest.approx(written["f1"], abs=0.006)
+        assert exact == pytest.approx(written["exact"], abs=0.006)
+        scores[name] = written["f1"]
+    (gain,) = _number(rf"^difference\s+{NUMBER} F1", stdout)
+    assert gain == pytest.approx(scores["pretrained"] - scores["scratch"], abs=0.011)
+    verdict = re.search(r"^verdict: (.*)$", stdout, re.MULTILINE).group(1)
+    if scores["pretrained"] - scores["scratch"] >= 5:
+        assert verdict.startswith("pretraining helped:")
+    else:
+        assert verdict.startswith("pretraining did not") or "short of" in verdict
+    # The all-empty baseline is the dev set's unanswerable share.
+    (empty,) = _number(rf"all-empty answers\s+{NUMBER}", stdout)
+    impossible = sum(qa["is_impossible"] for _, _, qa in _questions(dev))
+    assert empty == pytest.approx(100 * impossible / len(list(_questions(dev))), abs=0.006)
+
+
+def test_quick_demo_pretraining_figures_agree_with_its_logs(quick_demo):
+    stdout, out = quick_demo
+    metrics = os.path.join(out, "pretraining", "logs", "metrics.jsonl")
+    train, val = _last_metrics(metrics, "train"), _last_metrics(metrics, "val")
+    mlm = _number(rf"^MLM accuracy\s+train {NUMBER}\s+held-out {NUMBER}\s+"
+                  rf"\(always the most frequent masked token: train {NUMBER}\s+held-out {NUMBER}",
+                  stdout)
+    sop = _number(rf"^SOP accuracy\s+train {NUMBER}\s+held-out {NUMBER}", stdout)
+    assert mlm[:2] == pytest.approx([train["mlm_acc"], val["mlm_acc"]], abs=6e-5)
+    assert sop == pytest.approx([train["sop_acc"], val["sop_acc"]], abs=6e-5)
+    # The unigram baseline, counted again from the held-out records.
+    import tensorflow as tf
+
+    from albert.data.reader import pretraining_feature_spec
+
+    with open(os.path.join(out, "pretraining", "baselines.json"), encoding="utf-8") as f:
+        lengths = json.load(f)["shapes"]
+    spec = pretraining_feature_spec(lengths["max_seq_length"], lengths["max_predictions_per_seq"])
+    counts = collections.Counter()
+    files = sorted(glob.glob(os.path.join(out, "pretraining_data", "validation", "*.tfrecord")))
+    for record in tf.data.TFRecordDataset(files):
+        example = tf.io.parse_single_example(record, spec)
+        ids, weights = example["masked_lm_ids"].numpy(), example["masked_lm_weights"].numpy()
+        counts.update(int(i) for i, w in zip(ids, weights, strict=True) if w > 0)
+    assert mlm[3] == pytest.approx(counts.most_common(1)[0][1] / sum(counts.values()), abs=6e-5)
+
+
+def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
+    """The two fine-tunes differ only in their starting weights: one loaded the pretraining's
+    final checkpoint, the other nothing, and both ran the same number of updates."""
+    _, out = quick_demo
+    records = {}
+    for name in ("pretrained", "scratch"):
+        with open(os.path.join(out, f"squad_{name}", "checkpoints", "run.json"),
+                  encoding="utf-8") as f:
+            records[name] = json.load(f)
+        assert records[name]["finished"]
+    final = os.path.join(out, "pretraining", "checkpoints", "final")
+    assert records["pretrained"]["started_from"]["load_from"] == "pretrained"
+    assert os.path.samefile(records["pretrained"]["started_from"]["checkpoint_path"], final)
+    assert records["scratch"]["started_from"]["load_from"] == "scratch"
+    assert records["scratch"]["started_from"]["checkpoint_path"] is None
+    for key in ("total_steps", "batch_plan", "train_file"):
+        assert records["pretrained"][key] == records["scratch"][key]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))
