@@ -122,7 +122,17 @@ def parse_args(argv=None):
                         "xprof --logdir DIR) and report the op types taking the most time")
     p.add_argument("--output", default="benchmark.json")
     p.add_argument("--no_step", action="store_true", help="skip the training-step benchmark")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.memory_budget_gb is not None and not 0 < args.memory_budget_gb < 1e6:
+        p.error(f"--memory_budget_gb must be a size in GB above 0, got {args.memory_budget_gb}")
+    if args.memory_budget_gb is not None and not args.memory:
+        p.error("--memory_budget_gb needs --memory")
+    if args.auto_global_batch is not None:
+        if not args.memory:
+            p.error("--auto_global_batch needs --memory")
+        if args.auto_global_batch < 1:
+            p.error(f"--auto_global_batch must be at least 1, got {args.auto_global_batch}")
+    return args
 
 
 def flops_per_sequence(config, seq: int, preds: int) -> float:
@@ -669,7 +679,13 @@ def main(argv=None):
             raise SystemExit("error: --profile needs xprof to summarise the trace; run "
                              "scripts/setup.sh or pip install -e '.[profile]'") from None
     if not args.no_step:
-        result.update(bench_step(args))
+        from albert.flags import FlagError
+
+        try:
+            result.update(bench_step(args))
+        except FlagError as e:  # --auto_global_batch that nothing fits, named by the flags
+            print(f"error: {e}", file=sys.stderr, flush=True)
+            return 2
     if args.restart_case:
         result["restart"] = restart_case(args)
     elif args.input_pipeline and args.restart_cost:

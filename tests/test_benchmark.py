@@ -131,4 +131,4 @@ def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
     # --per_gpu_batch_size auto on a CPU: the plan against the budget, a divisor of 4096.
     micro, accum = result["auto_micro_batch"], result["auto_accumulation"]
     assert micro * accum == 4096 and micro <= largest["layers"]
-    assert "fits 90% of 16.0 GB" in result["auto_reason"]
+    assert "fits 90% of 16.00 GB" in result["auto_reason"]

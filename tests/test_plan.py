@@ -97,6 +97,14 @@ def test_largest_micro_batch_says_so_and_stops():
         largest_micro_batch(lambda m: False, global_batch=64, ranks=1, why="2.0 GB")
 
 
+def test_largest_micro_batch_of_a_huge_global_batch_answers_at_once():
+    # The divisors are searched up to the square root: 10^12 sequences per rank is immediate.
+    plan = largest_micro_batch(lambda m: m <= 1000, global_batch=10 ** 12, ranks=1, why="x")
+    assert (plan.micro_batch, plan.accumulation) == (1000, 10 ** 9)
+    prime = largest_micro_batch(lambda m: m <= 1000, global_batch=1_000_000_007, ranks=1, why="x")
+    assert (prime.micro_batch, prime.accumulation) == (1, 1_000_000_007)
+
+
 def test_plan_decides_more_fits_with_recompute():
     config = AlbertConfig.from_preset("xlarge")
     budget = 16 * GIB
@@ -148,6 +156,13 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     # xxlarge at 512 needs recomputation on 16 GB: the shared layer's per-application weight
     # gradients alone (12 x 0.8 GB) exceed it.
     assert rows[3].startswith("| xxlarge | 512 | bf16 | 0 / ")
-    bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", "0"],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "--memory_gb must be above 0" in bad.stderr
+    for value in ("0", "inf", "nan"):
+        bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", value],
+                             capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and "--memory_gb must be sizes in GB above 0" in bad.stderr
+    # A length the model has no positions for is said so, and the search bound is "at least".
+    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "tiny",
+                           "--seq_lengths", "128", "1024", "--precisions", "fp32", "--memory_gb",
+                           "1000"], capture_output=True, text=True, timeout=120)
+    rows = proc.stdout.strip().splitlines()
+    assert rows[2].endswith(" / >= 65536 |") and "longer than tiny's 512 positions" in rows[3]

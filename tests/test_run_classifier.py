@@ -304,3 +304,37 @@ def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "classifier" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "o" / "eval_results.json").exists()
+
+
+def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_path):
+    # A fine-tuner resolves --per_gpu_batch_size auto like run_pretraining, and a resumed run
+    # keeps what its run.json recorded even when the budget would now choose otherwise.
+    rows = [{"s": f"sentence number {i} .", "y": str(i % 2)} for i in range(32)]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def argv(steps, budget):
+        return ["--train_file", str(tmp_path / "train.jsonl"), "--text_a", "s", "--label", "y",
+                "--model_size", "tiny", "--config_override", "num_hidden_layers=1",
+                "--spm_model", sample_vocab, "--max_seq_length", "32",
+                "--per_gpu_batch_size", "auto", "--global_batch_size", "8",
+                "--memory_budget_gb", budget, "--total_steps", str(steps),
+                "--output_dir", str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"),
+                "--checkpoint_dir", str(tmp_path / "k"), "--log_dir", str(tmp_path / "l"),
+                "--no_progress", "--xla", "off"]
+
+    first = run_classifier(argv(2, "100"))
+    assert "--per_gpu_batch_size auto: micro-batch 8 x accumulation 1" in first.stderr
+    record = json.loads((tmp_path / "k" / "run.json").read_text())
+    assert record["batch_plan"]["micro_batch"] == 8
+    # A budget that plans no more than 2 sequences now.
+    from albert.config import AlbertConfig
+    from albert.plan import GIB, SAFETY_MARGIN, memory_plan
+
+    config = AlbertConfig.from_preset("tiny", num_hidden_layers=1, vocab_size=2000)
+    tight = memory_plan(config, 32, 2, accumulation=4, head="classifier", device="cpu").total
+    budget = (tight * 1.01) / (1 - SAFETY_MARGIN) / GIB
+    second = run_classifier(argv(4, f"{budget:.9f}"))
+    log = second.stdout + second.stderr
+    assert ("--per_gpu_batch_size auto: micro-batch 8 x accumulation 1 x 1 rank(s) = 8, kept "
+            "from the run this command resumes") in log
+    assert json.loads((tmp_path / "k" / "run.json").read_text())["batch_plan"]["micro_batch"] == 8

@@ -451,7 +451,7 @@ def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sa
         "--per_gpu_batch_size": "auto", "--global_batch_size": "16", "--recompute": "layers",
         "--memory_budget_gb": f"{4 * total(16) / GIB:.9f}", "--total_steps": "2"}))
     log = proc.stdout + proc.stderr
-    assert _auto_choice(log) == (4, 4) and "as this run chose when it started" in log
+    assert _auto_choice(log) == (4, 4) and "kept from the run this command resumes" in log
     assert "resum" in log.lower()
 
 
@@ -459,9 +459,16 @@ def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sa
     ({"--per_gpu_batch_size": "auto"}, "--per_gpu_batch_size auto needs --global_batch_size"),
     ({"--per_gpu_batch_size": "auto", "--global_batch_size": "16",
       "--memory_budget_gb": "0.01"},
-     "--per_gpu_batch_size auto: not even a micro-batch of 1 fits 90% of 0.0 GB"),
-    ({"--memory_budget_gb": "-1"}, "--memory_budget_gb must be above 0, got -1.0"),
-], ids=["auto_without_global", "nothing_fits", "negative_budget"])
+     "--per_gpu_batch_size auto: not even a micro-batch of 1 fits 90% of 0.01 GB"),
+    ({"--memory_budget_gb": "-1"}, "--memory_budget_gb must be a size in GB above 0, got -1.0"),
+    ({"--memory_budget_gb": "inf"}, "--memory_budget_gb must be a size in GB above 0, got inf"),
+    ({"--per_gpu_batch_size": "auto", "--global_batch_size": "0", "--memory_budget_gb": "8"},
+     "--global_batch_size must be at least 1, got 0"),
+    ({"--plan_only": None, "--per_gpu_batch_size": "auto", "--global_batch_size": "8",
+      "--memory_budget_gb": "8", "--max_seq_length": "100000"},
+     "--max_seq_length 100000 exceeds the model's max_position_embeddings (512)"),
+], ids=["auto_without_global", "nothing_fits", "negative_budget", "infinite_budget",
+        "zero_global_batch", "plan_beyond_positions"])
 def test_memory_flag_errors(overrides, message, sample_records, sample_vocab, tmp_path):
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **overrides), check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -488,3 +495,17 @@ def test_horovod_recompute_with_dropout_and_accumulation_trains(sample_records, 
     records = read_jsonl(tmp_path / "logs" / "metrics.jsonl")
     assert [r["step"] for r in records if r["split"] == "train"] == [1, 2]
     assert all(np.isfinite(r["loss"]) for r in records if r["split"] == "train")
+
+
+def test_plan_only_warns_when_a_fixed_micro_batch_exceeds_the_budget(sample_records,
+                                                                   sample_vocab, tmp_path):
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--plan_only": None, "--per_gpu_batch_size": "8", "--memory_budget_gb": "0.5"}))
+    assert ("warning: this plan does not fit 90% of --memory_budget_gb 0.5; try "
+            "--per_gpu_batch_size auto or --recompute layers") in proc.stdout
+    # A --checkpoint_path that is here but holds no config is an error, not a guess.
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+        "--plan_only": None, "--load_from": "pretrained", "--checkpoint_path": str(tmp_path)}),
+        check=False)
+    assert proc.returncode == 2
+    assert f"error: --checkpoint_path {tmp_path} holds no model config" in proc.stderr

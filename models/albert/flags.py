@@ -248,12 +248,15 @@ def check_training_flags(args) -> None:
 
 def check_memory_flags(args) -> None:
     budget = getattr(args, "memory_budget_gb", None)
-    if budget is not None and not budget > 0:
-        raise FlagError(f"--memory_budget_gb must be above 0, got {budget}")
+    if budget is not None and not 0 < budget < 1e6:  # also refuses nan and inf
+        raise FlagError(f"--memory_budget_gb must be a size in GB above 0, got {budget}")
     if getattr(args, "per_gpu_batch_size", None) == "auto":
         if args.global_batch_size is None:
             raise FlagError("--per_gpu_batch_size auto needs --global_batch_size (the sequences "
                             "per update that the micro-batch and the accumulation must make)")
+        if args.global_batch_size < 1:
+            raise FlagError(f"--global_batch_size must be at least 1, got "
+                            f"{args.global_batch_size}")
         if args.gradient_accumulation_steps is not None:
             raise FlagError("--per_gpu_batch_size auto chooses the accumulation itself; drop "
                             "--gradient_accumulation_steps")

@@ -43,6 +43,9 @@ def config_for_plan(args) -> tuple[AlbertConfig, str | None]:
                 return AlbertConfig.from_json_file(path), None
             return AlbertConfig.from_google_json_file(path), None
         except FileNotFoundError:
+            if os.path.exists(path):
+                raise FlagError(f"--checkpoint_path {path} holds no model config (config.json "
+                                "or albert_config.json)") from None
             flags = argparse.Namespace(**{**vars(args), "spm_model": None, "model_config": None})
             config = model_config_from_flags(flags)
             return config, (f"--checkpoint_path {path} has no model config on this machine: the "
@@ -106,12 +109,12 @@ def resolve_auto_batch(args, ranks: int, config: AlbertConfig, *, head: str,
         else:
             budget = available_memory_bytes() / ranks_here
             source = f"this machine's available memory / {ranks_here} rank(s) on it"
-        keep = f"{(1 - SAFETY_MARGIN) * 100:.0f}% of {budget / GIB:.1f} GB ({source})"
+        keep = f"{(1 - SAFETY_MARGIN) * 100:.0f}% of {budget / GIB:.2f} GB ({source})"
 
         def fits(micro):
             return plan_fits(planned(micro), budget)
 
-        why_not = f"{keep}: a micro-batch of 1 plans {planned(1).total / GIB:.1f} GB" \
+        why_not = f"{keep}: a micro-batch of 1 plans {planned(1).total / GIB:.2f} GB" \
             if per_rank >= 1 and total % ranks == 0 else keep
     else:
         fits = trial
@@ -132,10 +135,10 @@ def resolve_auto_batch(args, ranks: int, config: AlbertConfig, *, head: str,
                  f"{plan.accumulation} x {ranks} rank(s) = {total}, the largest divisor of "
                  f"{per_rank} sequences per rank")
     if use_plan:
-        line = (f"{head_line} whose memory plan ({planned(plan.micro_batch).total / GIB:.1f} GB, "
+        line = (f"{head_line} whose memory plan ({planned(plan.micro_batch).total / GIB:.2f} GB, "
                 f"recompute {args.recompute}) fits {keep}")
         if failed:
-            line += f"; {failed} would plan {planned(failed).total / GIB:.1f} GB"
+            line += f"; {failed} would plan {planned(failed).total / GIB:.2f} GB"
     else:
         line = (f"{head_line} for which a trial step of "
                 f"{math.ceil(plan.micro_batch * (1 + SAFETY_MARGIN))} sequences (a "
@@ -161,8 +164,8 @@ def choose_auto_batch(args, model, dist, *, loss: str, loss_fn, head: str, num_l
             and recorded.get("global_batch") == args.global_batch_size:
         choice = (recorded["micro_batch"], recorded["accumulation"])
         line = (f"--per_gpu_batch_size auto: micro-batch {choice[0]} x accumulation {choice[1]} "
-                f"x {dist.size} rank(s) = {args.global_batch_size}, as this run chose when it "
-                "started (run.json)")
+                f"x {dist.size} rank(s) = {args.global_batch_size}, kept from the run this "
+                "command resumes (its run.json), so its trajectory goes on unchanged")
     elif dist.is_chief:
         trial = None
         if on_gpu and args.memory_budget_gb is None:
@@ -203,9 +206,15 @@ def prepare_memory(args, model, dist, *, loss: str, loss_fn, head: str,
     on_gpu = bool(tf.config.list_physical_devices("GPU"))
     line = None
     if args.per_gpu_batch_size == "auto":
+        from albert.checkpoints import read_run_record
+
         xla_gradient = not (args.eager or args.skip_xla or args.xla == "off")
+        recorded = None
+        if dist.is_chief and not args.overwrite_checkpoint_dir:
+            recorded = (read_run_record(args.checkpoint_dir) or {}).get("batch_plan")
         line = choose_auto_batch(args, model, dist, loss=loss, loss_fn=loss_fn, head=head,
-                                 num_labels=num_labels, xla_gradient=xla_gradient, on_gpu=on_gpu)
+                                 num_labels=num_labels, xla_gradient=xla_gradient, on_gpu=on_gpu,
+                                 recorded=recorded)
     plan = batch_plan_from_flags(args, dist.size)
     memory = memory_plan_from_flags(args, model.config, plan, head=head, num_labels=num_labels,
                                     device="gpu" if on_gpu else "cpu")
@@ -221,6 +230,9 @@ def plan_only_lines(args, ranks: int, *, head: str, num_labels: int = 2,
     """--plan_only: the batch plan and the memory plan per GPU (and, for --per_gpu_batch_size
     auto, which the memory plan decides against --memory_budget_gb, why)."""
     config, note = config_for_plan(args)
+    if args.max_seq_length > config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({config.max_position_embeddings})")
     lines = [note] if note else []
     if args.per_gpu_batch_size == "auto":
         if args.memory_budget_gb is None:
@@ -229,13 +241,16 @@ def plan_only_lines(args, ranks: int, *, head: str, num_labels: int = 2,
         lines.append(resolve_auto_batch(args, ranks, config, head=head, num_labels=num_labels))
     plan = batch_plan_from_flags(args, ranks)
     lines.append(plan.describe(args.max_seq_length, total_steps))
-    lines.append(memory_plan_from_flags(args, config, plan, head=head,
-                                        num_labels=num_labels).describe())
+    memory = memory_plan_from_flags(args, config, plan, head=head, num_labels=num_labels)
+    lines.append(memory.describe())
+    if args.memory_budget_gb is not None and not plan_fits(memory, args.memory_budget_gb * GIB):
+        lines.append(f"warning: this plan does not fit {1 - SAFETY_MARGIN:.0%} of "
+                     f"--memory_budget_gb {args.memory_budget_gb:g}; try --per_gpu_batch_size "
+                     "auto or --recompute layers")
     return lines
 
 
-# -- trial steps for --per_gpu_batch_size auto on a GPU (TensorFlow is imported only here and in
-# prepare_memory, so that --plan_only answers without it) ------------------------------------------
+# -- trial steps for --per_gpu_batch_size auto on a GPU ------------------------------------------
 
 def synthetic_batch(loss: str, micro_batch: int, seq_length: int, vocab_size: int,
                     max_predictions: int = 20) -> dict:

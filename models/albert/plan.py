@@ -17,6 +17,7 @@ that fits each preset on given memory sizes (the README's "what fits where" tabl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -270,7 +271,7 @@ def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchP
     if rest or per_rank < 1:
         raise PlanError(f"--global_batch_size {global_batch} is not divisible by {ranks} "
                         "rank(s), so no micro-batch makes it exactly")
-    divisors = [d for d in range(1, per_rank + 1) if per_rank % d == 0]
+    divisors = _divisors(per_rank)
     lo, hi, best = 0, len(divisors) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -284,6 +285,12 @@ def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchP
     return BatchPlan(ranks, best, per_rank // best)
 
 
+def _divisors(n: int) -> list[int]:
+    """The divisors of n, ascending, found up to its square root (n may be a large batch)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
+
+
 def largest_fitting(config, seq_length: int, budget_bytes: float, *, limit: int = 1 << 16,
                     **plan_args) -> int:
     """The largest micro-batch whose memory_plan(config, seq_length, m, **plan_args) fits
@@ -294,6 +301,9 @@ def largest_fitting(config, seq_length: int, budget_bytes: float, *, limit: int 
         fits = plan_fits(memory_plan(config, seq_length, mid, **plan_args), budget_bytes)
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return lo
+
+
+TABLE_LIMIT = 1 << 16  # largest_fitting's search bound: a cell at it means "at least"
 
 
 def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
@@ -311,11 +321,16 @@ def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
             for precision in precisions:
                 cells = []
                 for gb in memory_gb:
+                    if seq > config.max_position_embeddings:
+                        cells.append(f"longer than {size}'s {config.max_position_embeddings} "
+                                     "positions")
+                        continue
                     largest = [largest_fitting(config, seq, gb * GIB, precision=precision,
                                                recompute=mode, ranks=ranks,
                                                accumulation=accumulation)
                                for mode in RECOMPUTE]
-                    cells.append(" / ".join(str(m) for m in largest))
+                    cells.append(" / ".join(str(m) if m < TABLE_LIMIT else f">= {m}"
+                                            for m in largest))
                 rows.append(f"| {size} | {seq} | {precision} | " + " | ".join(cells) + " |")
     return rows
 
@@ -337,9 +352,9 @@ def main(argv=None) -> int:
     p.add_argument("--ranks", type=int, default=8)
     p.add_argument("--accumulation", type=int, default=2)
     args = p.parse_args(argv)
-    if min(args.memory_gb) <= 0 or min(args.seq_lengths) < 2 or args.ranks < 1 \
-            or args.accumulation < 1:
-        p.error("--memory_gb must be above 0, --seq_lengths at least 2, --ranks and "
+    if not all(0 < gb < 1e6 for gb in args.memory_gb) or min(args.seq_lengths) < 2 \
+            or args.ranks < 1 or args.accumulation < 1:
+        p.error("--memory_gb must be sizes in GB above 0, --seq_lengths at least 2, --ranks and "
                 "--accumulation at least 1")
     gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_gb]
     print("\n".join(fits_table(args.model_sizes, args.seq_lengths, args.precisions, gbs,
