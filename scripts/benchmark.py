@@ -299,26 +299,24 @@ def peak_memory_bytes() -> int:
 def memory_report(args, model, ranks: int, xla_gradient: bool) -> dict:
     import tensorflow as tf
 
-    from albert.plan import GIB, memory_plan, plan_fits
+    from albert.plan import GIB, largest_fitting, memory_plan
 
     config = model.config
 
     device = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
 
-    def plan(micro, recompute):
-        return memory_plan(config, args.max_seq_length, micro, precision=args.precision,
-                           recompute=recompute, ranks=ranks,
-                           accumulation=args.gradient_accumulation_steps,
-                           max_predictions=args.max_predictions_per_seq, device=device)
-
-    planned = plan(args.per_gpu_batch_size, args.recompute)
+    shape = dict(ranks=ranks, accumulation=args.gradient_accumulation_steps,
+                 max_predictions=args.max_predictions_per_seq, device=device,
+                 precision=args.precision)
+    planned = memory_plan(config, args.max_seq_length, args.per_gpu_batch_size,
+                          recompute=args.recompute, **shape)
     out = {"peak_memory_bytes": peak_memory_bytes(),
            "planned_memory_bytes": planned.total - (planned.runtime if device == "gpu" else 0),
            "planned_memory": planned.as_dict()}
     if args.memory_budget_gb:
         budget = args.memory_budget_gb * GIB
         out["planned_largest_micro_batch"] = {
-            mode: _largest(lambda m, mode=mode: plan_fits(plan(m, mode), budget))
+            mode: largest_fitting(config, args.max_seq_length, budget, recompute=mode, **shape)
             for mode in ("none", "layers")}
     if args.auto_global_batch:
         out.update(auto_micro_batch(args, model, xla_gradient, device))
@@ -348,15 +346,6 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
                               trial=trial)
     return {"auto_micro_batch": flags.per_gpu_batch_size,
             "auto_accumulation": flags.gradient_accumulation_steps, "auto_reason": line}
-
-
-def _largest(fits, limit: int = 1 << 16) -> int:
-    """The largest m in [0, limit] with fits(m), for fits monotone (0 when 1 does not fit)."""
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-    return lo
 
 
 def profile_steps(run_steps, steps: int, logdir: str, xla_compiled: bool) -> dict:
