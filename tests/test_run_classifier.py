@@ -337,4 +337,6 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
     log = second.stdout + second.stderr
     assert ("--per_gpu_batch_size auto: micro-batch 8 x accumulation 1 x 1 rank(s) = 8, kept "
             "from the run this command resumes") in log
+    # The fine-tuner continues the input stream from the position saved with step 2.
+    assert "rank 0: input position of step 2 restored" in log
     assert json.loads((tmp_path / "k" / "run.json").read_text())["batch_plan"]["micro_batch"] == 8

@@ -509,3 +509,27 @@ def test_plan_only_warns_when_a_fixed_micro_batch_exceeds_the_budget(sample_reco
         check=False)
     assert proc.returncode == 2
     assert f"error: --checkpoint_path {tmp_path} holds no model config" in proc.stderr
+
+
+def test_after_a_replay_the_next_restart_restores_its_input_position(sample_records, sample_vocab,
+                                                                      tmp_path):
+    """A run resumed under another batch plan replays its input stream; the position it saves
+    after that must be restorable, or every later restart replays again."""
+    plan = {"--shuffle_buffer": "300", "--checkpoint_frequency": "2", "--global_batch_size": "8"}
+    straight = tmp_path / "straight"
+    run_cli(base_args(sample_records, sample_vocab, straight, **plan, **{"--total_steps": "2"}))
+    run_cli(base_args(sample_records, sample_vocab, straight, **plan, **{
+        "--total_steps": "6", "--per_gpu_batch_size": "4"}))
+
+    out = tmp_path / "restarted"
+    run_cli(base_args(sample_records, sample_vocab, out, **plan, **{"--total_steps": "2"}))
+    # Resumed with micro-batch 4 instead of 8: it replays, and is killed once it saved step 4.
+    argv = base_args(sample_records, sample_vocab, out, **plan, **{
+        "--total_steps": "6", "--per_gpu_batch_size": "4"})
+    code, replayed = _run_until(argv, "saved checkpoint", signal.SIGKILL)
+    assert code == -signal.SIGKILL, replayed
+    assert "replaying the input stream past 16 records" in replayed
+    restored = run_cli(argv)
+    assert "input position of step 4 restored" in restored.stderr, restored.stderr[-3000:]
+    assert "replaying" not in restored.stderr
+    assert max_weight_diff(weights(out), weights(straight)) < 1e-5

@@ -164,6 +164,27 @@ class CheckpointHandler:
             return False
         return True
 
+    def open_input(self, make_data, layout, resumed_updates: int, step: int):
+        """An iterator over make_data(skip_records), tracked, at this run's input position: the
+        start; the position saved with checkpoint `step`; or, when none was saved under this
+        layout (another batch plan, an older run), the stream replayed past the records the
+        resumed `resumed_updates` consumed. The pipelines are seeded and deterministic, so both
+        ways continue the same trajectory."""
+        batches = iter(make_data(0))
+        self.track_data(batches, layout=layout)
+        if resumed_updates <= 0:
+            return batches
+        if self.restore_data(step):
+            logger.info("rank %d: input position of step %d restored", self.dist.rank, step)
+            return batches
+        consumed = resumed_updates * layout.accumulation * layout.micro_batch
+        logger.warning("rank %d: no saved input position for step %d (another batch plan, or an "
+                       "older run); replaying the input stream past %d records", self.dist.rank,
+                       step, consumed)
+        batches = iter(make_data(consumed))
+        self.track_data(batches, layout=layout)
+        return batches
+
     # -- save -------------------------------------------------------------------------------------
 
     def save(self, step: int) -> str | None:

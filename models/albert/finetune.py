@@ -76,12 +76,8 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
                   "--overwrite_checkpoint_dir to train again)", flush=True)
         return "finished", step, xla
 
-    batches = iter(make_data(plan, 0))
-    checkpoints.track_data(batches, layout=plan)
-    if how == "resumed" and int(trainer.iterations) > 0 and not checkpoints.restore_data(step):
-        consumed = int(trainer.iterations) * plan.accumulation * plan.micro_batch
-        batches = iter(make_data(plan, consumed))
-        checkpoints.track_data(batches, layout=plan)
+    batches = checkpoints.open_input(lambda skip: make_data(plan, skip), plan,
+                                     int(trainer.iterations) if how == "resumed" else 0, step)
     if dist.is_chief:
         logger.info("fine-tuning: %d %s, %d steps, warmup %d; %s", examples, what, total_steps,
                     warmup, plan.describe(args.max_seq_length, total_steps))

@@ -358,6 +358,7 @@ def train(args, model, prefix, spec, spm_model, dist, metrics):
     import tensorflow as tf
 
     from albert.data import classification as data
+    from albert.data.reader import resumable_skip
     from albert.finetune import fine_tune
     from albert.losses import (
         CLASSIFICATION_METRICS,
@@ -383,9 +384,9 @@ def train(args, model, prefix, spec, spm_model, dist, metrics):
             return {k: tf.reshape(v, tf.concat([[accum, batch_size], tf.shape(v)[1:]], 0))
                     for k, v in batch.items()}
 
-        return (records.shard(dist.size, dist.rank)
-                .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat()
-                .skip(skip).batch(accum * batch_size, drop_remainder=True)
+        shuffled = (records.shard(dist.size, dist.rank)
+                    .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat())
+        return (resumable_skip(shuffled, skip).batch(accum * batch_size, drop_remainder=True)
                 .map(micro_batches, num_parallel_calls=tf.data.AUTOTUNE)
                 .prefetch(tf.data.AUTOTUNE))
 

@@ -213,18 +213,8 @@ def run(args) -> int:
             skip_records=skip_records, skip_corrupt=args.skip_corrupt_records,
         ).batch(accum, drop_remainder=True)
 
-    batches = iter(training_data())
-    checkpoints.track_data(batches, layout=plan)
-    if how == "resumed" and int(trainer.iterations) > 0:
-        if checkpoints.restore_data(step):
-            logger.info("rank %d: input position of step %d restored", dist.rank, step)
-        else:
-            consumed = int(trainer.iterations) * accum * batch_size
-            logger.warning("rank %d: no saved input position for step %d (another batch plan, "
-                           "or an older run); replaying the input stream past %d records",
-                           dist.rank, step, consumed)
-            batches = iter(training_data(consumed))
-            checkpoints.track_data(batches, layout=plan)
+    batches = checkpoints.open_input(training_data, plan,
+                                     int(trainer.iterations) if how == "resumed" else 0, step)
 
     evaluations = []
     if args.val_dir:

@@ -210,9 +210,11 @@ def train(args, model, tokenizer, spm_model, settings, dist, metrics):
     prepare_memory(args, model, dist, loss="squad", loss_fn=squad_loss, head="squad")
 
     def make_data(plan, skip):
-        return (records.shard(dist.size, dist.rank)
-                .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat()
-                .skip(skip).batch(plan.micro_batch, drop_remainder=True)
+        from albert.data.reader import resumable_skip
+
+        shuffled = (records.shard(dist.size, dist.rank)
+                    .shuffle(10_000, seed=args.seed, reshuffle_each_iteration=True).repeat())
+        return (resumable_skip(shuffled, skip).batch(plan.micro_batch, drop_remainder=True)
                 .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
                 .batch(plan.accumulation, drop_remainder=True)
                 .prefetch(tf.data.AUTOTUNE))

@@ -179,14 +179,22 @@ def pretraining_dataset(
         ds = ds.shard(size, rank)
     if shuffle:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    if skip_records:
-        ds = ds.skip(skip_records)
+    ds = resumable_skip(ds, skip_records)
     ds = ds.batch(batch_size, drop_remainder=training)
     spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
     # Parse whole batches: one parse_example call per batch is much cheaper than one per record.
     ds = ds.map(lambda records: _to_model_inputs(tf.io.parse_example(records, spec)),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def resumable_skip(ds: tf.data.Dataset, count) -> tf.data.Dataset:
+    """ds.skip(count) that stays in the pipeline when count is 0. A saved iterator restores only
+    into a pipeline of the same structure, and tf.data drops a skip of 0 by default: a run that
+    replayed its input once (skip > 0) could then never restore its saved position again."""
+    options = tf.data.Options()
+    options.experimental_optimization.noop_elimination = False
+    return ds.skip(count).with_options(options)
 
 
 # -- checks before training -------------------------------------------------------------------
