@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # What pretraining buys, on bundled data, on a CPU:
-#   English text (CPython's help topics) -> SentencePiece vocabulary -> pretraining TFRecords
-#   -> pretrain a tiny ALBERT (MLM + sentence order) -> a SQuAD v2.0-format question set over the
-#   same text -> fine-tune twice with the same flags and seed, from the pretrained model and from
-#   scratch -> both official dev scores, the difference and a verdict.
+#   English text (CPython's help topics, plus a generated registry of facts about software
+#   projects, each said in two of three synonymous wordings) -> SentencePiece vocabulary ->
+#   pretraining TFRecords -> pretrain a tiny ALBERT (MLM + sentence order) -> a SQuAD v2.0-format
+#   question set in the registry's language over help-topic passages, whose dev questions use
+#   wordings its training questions never do (albert.data.facts) -> fine-tune twice with the same
+#   flags and seed, from the pretrained model and from scratch -> both official dev scores, the
+#   difference and a verdict.
 # Everything lands in demo_output/ (DEMO_DIR=... to change); re-running starts from scratch.
 #   DEMO_SEED=N     seed of the pretraining and of both fine-tunes (default 1); the question set
 #                   is the same for every seed
@@ -28,7 +31,7 @@ if [ "${DEMO_QUICK:-0}" = 1 ]; then
     TRAIN_QUESTIONS=160; DEV_QUESTIONS=40; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-1}
 else
     PRETRAIN_STEPS=${PRETRAIN_STEPS:-1000}; WARMUP=100; VALIDATE=250; LOG=50; DUPES=5
-    TRAIN_QUESTIONS=1500; DEV_QUESTIONS=300; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-2}
+    TRAIN_QUESTIONS=3000; DEV_QUESTIONS=300; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-2}
 fi
 # --xla off below: `auto` decides by timing a matmul at start, so on a busy machine the same seed
 # could compile one run and not the next and give other numbers; uncompiled is as fast here.
@@ -38,13 +41,13 @@ mkdir -p "$OUT"
 step() { echo; echo "=== $* ==="; }
 started=$(date +%s)
 
-step "1/7 corpus: CPython's help topics (no download)"
-$PY -m albert.data.sample --output "$OUT/corpus.txt"
+step "1/7 corpus: CPython's help topics and a registry of project facts (no download)"
+$PY -m albert.data.sample --output "$OUT/corpus.txt" --source pydoc+facts
 
 step "2/7 SentencePiece vocabulary"
 $PY -m albert.train_tokenizer --input "$OUT/corpus.txt" --vocab_size 3000 --output_dir "$OUT/vocab"
 
-step "3/7 pretraining TFRecords (sentence order + n-gram masking; 5% of the topics held out)"
+step "3/7 pretraining TFRecords (sentence order + n-gram masking; 5% of the documents held out)"
 # A few differently masked copies of the corpus, each seen several times: with 20 copies (each
 # pair in both orders, seen about once) the sentence-order loss stayed at ln 2 for 1,500 steps;
 # with 5 it leaves chance after about 600 steps.
@@ -93,8 +96,11 @@ with writer.as_default():
 writer.close()
 PY
 
-step "5/7 a SQuAD v2.0-format question set over the corpus (a third unanswerable)"
-$PY -m albert.data.squad_sample --output_dir "$OUT/squad_data" \
+step "5/7 a SQuAD v2.0-format question set: paraphrased questions, distractors, a third unanswerable"
+# Fine-tuning questions and passages use two of each relation's three wordings. Each dev question
+# uses the third and its passage the other two, or the other way round: only the pretraining text
+# says the third wording means what the others do.
+$PY -m albert.data.squad_sample --output_dir "$OUT/squad_data" --style paraphrase \
     --train_questions "$TRAIN_QUESTIONS" --dev_questions "$DEV_QUESTIONS"
 
 # Both fine-tunes run with exactly these flags; only the starting weights differ.
@@ -134,7 +140,7 @@ pre, scratch = load("squad_pretrained/eval_results.json"), load("squad_scratch/e
 # Two standard errors of a coin's accuracy on the held-out pairs: below that, SOP learned nothing
 # this run can show.
 noise = 2 * math.sqrt(0.25 / base["validation"]["pairs"])
-print(f"pretraining: {steps} steps in {seconds}s; held-out = help topics it never trained on "
+print(f"pretraining: {steps} steps in {seconds}s; held-out = documents it never trained on "
       f"(step {val['step']})")
 print(f"MLM accuracy  train {train['mlm_acc']:.4f}  held-out {val['mlm_acc']:.4f}  "
       f"(always the most frequent masked token: train {base['train']['mlm_unigram_acc']:.4f}  "

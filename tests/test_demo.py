@@ -140,5 +140,24 @@ def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
         assert records["pretrained"][key] == records["scratch"][key]
 
 
+def test_quick_demo_pretrains_on_the_registry_and_asks_across_held_out_wordings(quick_demo):
+    """The comparison is on the paraphrase set: the pretraining text holds every wording, the
+    fine-tuning split none of the held-out ones, and the dev split asks with them."""
+    from albert.data import facts
+
+    _, out = quick_demo
+    held = [p for r in facts.RELATIONS for p in vars(r.wordings[facts.HELD_OUT]).values()]
+    find = lambda text: {p for p in held if re.search(rf"\b{p}\b", text)}  # noqa: E731
+    with open(os.path.join(out, "corpus.txt"), encoding="utf-8") as f:
+        corpus = f.read()
+    assert "In other words," in corpus and find(corpus) == set(held)
+    splits = {}
+    for name in ("train", "dev"):
+        with open(os.path.join(out, "squad_data", f"{name}-v2.0.json"), encoding="utf-8") as f:
+            splits[name] = list(_questions(json.load(f)))
+    assert not any(find(qa["question"] + context) for _, context, qa in splits["train"])
+    assert all(find(qa["question"] + context) for _, context, qa in splits["dev"])
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-v"]))

@@ -6,6 +6,8 @@
 `pydoc`: the 79 help topics every CPython ships (`pydoc_data.topics`), one document per topic.
 `docstrings`: docstrings of the standard library's modules, classes and functions (several MB of
 English prose), one document per module; used by the data-generation benchmark.
+`pydoc+facts`: the help topics, then `albert.data.facts`' registry of project facts said in
+varied wording (the demo's pretraining text; its question set asks in that language).
 Written in BERT's layout: one sentence per line, documents separated by blank lines.
 """
 
@@ -73,9 +75,18 @@ def docstring_documents() -> Iterator[list[str]]:
                 yield doc
 
 
+def pydoc_and_fact_documents() -> Iterator[list[str]]:
+    """The help topics, then albert.data.facts' registry: the demo's pretraining text."""
+    from albert.data.facts import registry_documents
+
+    yield from pydoc_documents()
+    yield from registry_documents()
+
+
 def write_corpus(path: str, source: str = "pydoc", max_bytes: int | None = None) -> int:
     """Write the corpus; returns its size in bytes."""
-    documents = {"pydoc": pydoc_documents, "docstrings": docstring_documents}[source]()
+    documents = {"pydoc": pydoc_documents, "docstrings": docstring_documents,
+                 "pydoc+facts": pydoc_and_fact_documents}[source]()
     written = 0
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
@@ -91,7 +102,7 @@ def write_corpus(path: str, source: str = "pydoc", max_bytes: int | None = None)
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output", required=True)
-    p.add_argument("--source", choices=("pydoc", "docstrings"), default="pydoc")
+    p.add_argument("--source", choices=("pydoc", "docstrings", "pydoc+facts"), default="pydoc")
     p.add_argument("--max_mb", type=float, default=None)
     args = p.parse_args(argv)
     size = write_corpus(args.output, args.source,
