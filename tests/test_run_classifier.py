@@ -326,17 +326,22 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
     assert "--per_gpu_batch_size auto: micro-batch 8 x accumulation 1" in first.stderr
     record = json.loads((tmp_path / "k" / "run.json").read_text())
     assert record["batch_plan"]["micro_batch"] == 8
-    # A budget that plans no more than 2 sequences now.
+    # A budget under which auto would now choose 2 x 4: between the plans of 2 x 4 and 8 x 1.
     from albert.config import AlbertConfig
     from albert.plan import GIB, SAFETY_MARGIN, memory_plan
 
     config = AlbertConfig.from_preset("tiny", num_hidden_layers=1, vocab_size=2000)
-    tight = memory_plan(config, 32, 2, accumulation=4, head="classifier", device="cpu").total
-    budget = (tight * 1.01) / (1 - SAFETY_MARGIN) / GIB
+    plan = lambda micro: memory_plan(config, 32, micro, accumulation=8 // micro,  # noqa: E731
+                                     head="classifier", device="cpu").total
+    assert plan(2) < plan(8) < plan(4)
+    budget = (plan(2) + plan(8)) / 2 / (1 - SAFETY_MARGIN) / GIB
     second = run_classifier(argv(4, f"{budget:.9f}"))
     log = second.stdout + second.stderr
     assert ("--per_gpu_batch_size auto: micro-batch 8 x accumulation 1 x 1 rank(s) = 8, kept "
             "from the run this command resumes") in log
+    # ... and says that this budget would not choose it, and how to choose again.
+    warning = f"exceeds 90% of --memory_budget_gb {float(f'{budget:.9f}'):g}: to choose again"
+    assert warning in log, [line for line in log.splitlines() if "kept from" in line]
     # The fine-tuner continues the input stream from the position saved with step 2.
     assert "rank 0: input position of step 2 restored" in log
     assert json.loads((tmp_path / "k" / "run.json").read_text())["batch_plan"]["micro_batch"] == 8

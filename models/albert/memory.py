@@ -166,6 +166,18 @@ def choose_auto_batch(args, model, dist, *, loss: str, loss_fn, head: str, num_l
         line = (f"--per_gpu_batch_size auto: micro-batch {choice[0]} x accumulation {choice[1]} "
                 f"x {dist.size} rank(s) = {args.global_batch_size}, kept from the run this "
                 "command resumes (its run.json), so its trajectory goes on unchanged")
+        if args.memory_budget_gb is not None:
+            need = memory_plan_from_flags(args, model.config, BatchPlan(dist.size, *choice),
+                                          head=head, num_labels=num_labels,
+                                          device="gpu" if on_gpu else "cpu").total
+            budget = args.memory_budget_gb * GIB * (1 - SAFETY_MARGIN)
+            if need > budget:
+                # Kept all the same: a new micro-batch would change the trajectory and the saved
+                # input positions; the user decides whether that is worth it.
+                line += (f"; but its memory plan ({need / GIB:.2f} GB) exceeds "
+                         f"{1 - SAFETY_MARGIN:.0%} of --memory_budget_gb "
+                         f"{args.memory_budget_gb:g}: to choose again under this budget, use a "
+                         "new --checkpoint_dir or --overwrite_checkpoint_dir")
     elif dist.is_chief:
         trial = None
         if on_gpu and args.memory_budget_gb is None:
