@@ -12,8 +12,9 @@ Two consumers:
 - `albert.data.squad_sample --style paraphrase`: a SQuAD v2.0 question set whose fine-tuning split
   never uses the third wording of any relation and whose dev split always does, on one side of
   the question/passage pair. Only the pretraining text shows that "custodian" and "maintainer" mean
-  one thing, so a model that learnt that language can answer, and one trained from scratch on the
-  labelled questions cannot.
+  one thing: a model trained on the labelled questions alone has never seen the third wording.
+  (The demo's tiny model does not learn it from the pretraining text either in its budget; the
+  README says what its figures do show.)
 """
 
 from __future__ import annotations
