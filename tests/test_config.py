@@ -112,3 +112,101 @@ def test_google_config_needs_vocab_size():
     del data["vocab_size"]
     with pytest.raises(ValueError, match="no vocab_size"):
         AlbertConfig.from_google_dict(data)
+
+
+# -- issue 24 item 3: every field's type and range, through the runners' flags -----------------
+
+def _pretraining_cli(argv, timeout=300):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "albert.run_pretraining", *argv],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+@pytest.mark.parametrize("source, value, message", [
+    ("override", "layer_norm_eps=-1",
+     "--config_override layer_norm_eps=-1: AlbertConfig.layer_norm_eps must be a finite number "
+     "above 0, got -1.0"),
+    ("override", "num_attention_heads=true",
+     "--config_override num_attention_heads=true: AlbertConfig.num_attention_heads must be a "
+     "positive integer, got true (a boolean)"),
+    ("json", {"pre_layer_norm": "false"},
+     "AlbertConfig.pre_layer_norm must be true or false, got 'false' (a string)"),
+    ("json", {"layer_norm_eps": "1e-12"},
+     "AlbertConfig.layer_norm_eps must be a number, got '1e-12' (a string)"),
+])
+def test_item3_bad_config_values_are_one_line_errors_naming_the_field(source, value, message,
+                                                                       tmp_path):
+    argv = ["--train_dir", "train", "--total_steps", "5", "--plan_only"]
+    if source == "override":
+        argv += ["--model_size", "tiny", "--config_override", value]
+    else:
+        data = {**AlbertConfig.from_preset("tiny").to_dict(), **value}
+        (tmp_path / "config.json").write_text(json.dumps(data))
+        argv += ["--model_config", str(tmp_path / "config.json")]
+        message = f"invalid ALBERT config {tmp_path / 'config.json'}: {message}"
+    proc = _pretraining_cli(argv)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"error: {message}", proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("error:") == 1
+
+
+def test_item3_config_override_false_builds_a_post_layer_norm_model(sample_records, sample_vocab,
+                                                                     tmp_path):
+    """`pre_layer_norm=false` was the string "false", truthy: a pre-LayerNorm model (its final
+    LayerNorm exported) with "pre_layer_norm": "false" in config.json."""
+    from conftest import PREDS, SEQ
+    from safetensors.numpy import load_file
+
+    ckpt = tmp_path / "ckpt"
+    proc = _pretraining_cli([
+        "--filesystem_prefix", str(sample_records), "--train_dir", "train", "--model_size",
+        "tiny", "--config_override", "pre_layer_norm=false", "num_hidden_layers=1",
+        "layer_norm_eps=1e-6", "--spm_model", sample_vocab, "--max_seq_length", str(SEQ),
+        "--max_predictions_per_seq", str(PREDS), "--per_gpu_batch_size", "2", "--total_steps",
+        "1", "--checkpoint_dir", str(ckpt), "--log_dir", str(tmp_path / "logs"), "--skip_xla",
+        "--no_progress"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    saved = json.loads((ckpt / "config.json").read_text())
+    assert "pre_layer_norm" not in saved and saved["layer_norm_eps"] == 1e-6
+    assert AlbertConfig.from_json_file(ckpt).pre_layer_norm is False
+    names = load_file(str(ckpt / "final" / "model.safetensors"))
+    assert not [n for n in names if "final_layer_norm" in n]
+    assert "albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight" in names
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(pre_layer_norm="false"), "pre_layer_norm must be true or false"),
+    (dict(layer_norm_eps=0.0), "layer_norm_eps must be a finite number above 0"),
+    (dict(layer_norm_eps=float("nan")), "layer_norm_eps must be a finite number above 0"),
+    (dict(initializer_range=-0.02), "initializer_range must be a finite number"),
+    (dict(vocab_size=1000.0), "vocab_size must be a positive integer, got 1000.0"),
+    (dict(type_vocab_size=False), "type_vocab_size must be a positive integer, got false"),
+    (dict(hidden_dropout_prob=True), "hidden_dropout_prob must be a number, got true"),
+    (dict(pad_token_id=-1), "pad_token_id must be an integer of at least 0"),
+    (dict(num_attention_heads=True), "num_attention_heads must be a positive integer, got true"),
+])
+def test_item3_every_field_is_type_and_range_checked(bad, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        AlbertConfig.from_preset("tiny", **bad)
+    # The same value in a config.json: refused with the file's name.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**AlbertConfig.from_preset("tiny").to_dict(), **bad}))
+    with pytest.raises(ValueError, match=f"invalid ALBERT config {path}: AlbertConfig.{message}"):
+        AlbertConfig.from_json_file(path)
+
+
+
+def test_item3_override_words_are_config_json_values():
+    from albert.flags import _parse_override
+
+    assert _parse_override("pre_layer_norm=false") == ("pre_layer_norm", False)
+    assert _parse_override("pre_layer_norm=True") == ("pre_layer_norm", True)
+    assert _parse_override("layer_norm_eps=1e-12") == ("layer_norm_eps", 1e-12)
+    assert _parse_override("pad_token_id=null") == ("pad_token_id", None)
+    # An integer where a float belongs is that float (Google's configs write dropout 0).
+    assert _parse_override("hidden_dropout_prob=0") == ("hidden_dropout_prob", 0.0)
+    assert AlbertConfig.from_preset("tiny", hidden_dropout_prob=0).hidden_dropout_prob == 0.0

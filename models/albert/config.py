@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from typing import Any
 
@@ -74,6 +75,74 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+POSITIVE_INTS = (
+    "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+    "inner_group_num", "num_attention_heads", "intermediate_size", "max_position_embeddings",
+    "type_vocab_size",
+)
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
+PROBABILITIES = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob")
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, str):
+        return f"{value!r} (a string)"
+    if isinstance(value, bool):
+        return f"{str(value).lower()} (a boolean)"
+    return repr(value)
+
+
+def check_field(name: str, value: Any) -> Any:
+    """`value` as AlbertConfig.`name` holds it, or ValueError naming the field.
+
+    Types are checked, not coerced from text: a config.json "false" is truthy and would build
+    a pre-LayerNorm model, "1e-12" fails deep inside Keras, and a JSON true passes Python's
+    isinstance(x, int). The one conversion is an integer where a float belongs (Google's
+    configs write dropout 0).
+    """
+    if name in POSITIVE_INTS:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"AlbertConfig.{name} must be a positive integer, got "
+                             f"{_kind(value)}")
+        return value
+    if name in TOKEN_IDS:
+        # transformers allows a missing token id (null); the network never reads these.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            raise ValueError(f"AlbertConfig.{name} must be an integer of at least 0 (or null), "
+                             f"got {_kind(value)}")
+        return value
+    if name == "pre_layer_norm":
+        if not isinstance(value, bool):
+            raise ValueError(f"AlbertConfig.pre_layer_norm must be true or false, got "
+                             f"{_kind(value)}")
+        return value
+    if name == "hidden_act":
+        if value not in ACTIVATIONS:
+            raise ValueError(f"AlbertConfig.hidden_act must be one of {ACTIVATIONS}, got "
+                             f"{_kind(value)}")
+        return value
+    if name in PROBABILITIES or name in ("initializer_range", "layer_norm_eps"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"AlbertConfig.{name} must be a number, got {_kind(value)}")
+        value = float(value)
+        if name in PROBABILITIES and not 0.0 <= value < 1.0:
+            raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}")
+        if name == "layer_norm_eps" and not 0.0 < value < math.inf:
+            # 0 divides by zero on a constant row; below 0 the square root is NaN.
+            raise ValueError(f"AlbertConfig.layer_norm_eps must be a finite number above 0, "
+                             f"got {value!r}")
+        if name == "initializer_range" and not 0.0 <= value < math.inf:
+            raise ValueError(f"AlbertConfig.initializer_range must be a finite number of at "
+                             f"least 0, got {value!r}")
+        return value
+    import difflib
+
+    near = difflib.get_close_matches(name, [f.name for f in dataclasses.fields(AlbertConfig)], 1)
+    raise ValueError(f"{name!r} is not an AlbertConfig field"
+                     + (f" (did you mean {near[0]}?)" if near else ""))
+
+
 @dataclasses.dataclass
 class AlbertConfig:
     vocab_size: int = 30000
@@ -98,19 +167,15 @@ class AlbertConfig:
     eos_token_id: int = 3
 
     def __post_init__(self):
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, check_field(f.name, getattr(self, f.name)))
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError naming the field for any inconsistent setting."""
-        positive = (
-            "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
-            "inner_group_num", "num_attention_heads", "intermediate_size",
-            "max_position_embeddings", "type_vocab_size",
-        )
-        for name in positive:
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"AlbertConfig.{name} must be a positive integer, got {value!r}")
+        """Raise ValueError naming the field for any value of the wrong type or range, or any
+        inconsistent pair of settings."""
+        for f in dataclasses.fields(self):
+            check_field(f.name, getattr(self, f.name))
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by "
@@ -121,15 +186,6 @@ class AlbertConfig:
                 f"AlbertConfig.num_hidden_layers ({self.num_hidden_layers}) must be divisible by "
                 f"num_hidden_groups ({self.num_hidden_groups})"
             )
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(
-                f"AlbertConfig.hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}"
-            )
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob",
-                     "classifier_dropout_prob"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}")
 
     @property
     def head_size(self) -> int:
@@ -171,6 +227,8 @@ class AlbertConfig:
             raise FileNotFoundError(f"model config not found: {path}") from None
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} must hold a JSON object (an ALBERT config.json)")
         model_type = data.get("model_type", "albert")
         if model_type != "albert":
             raise ValueError(

@@ -121,11 +121,25 @@ def _parse_override(item: str):
     if "=" not in item:
         raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
     key, raw = item.split("=", 1)
+    key, raw = key.strip(), raw.strip()
+    # config.json's spellings (true, false, null) mean what they mean there: as text, "false"
+    # would be a truthy string. Other text that is no Python literal stays a string, which the
+    # field check refuses wherever a number or a boolean belongs.
+    words = {"true": True, "false": False, "null": None}
+    if raw.lower() in words:
+        value = words[raw.lower()]
+    else:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = raw
+    from albert.config import check_field
+
     try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = raw
-    return key.strip(), value
+        value = check_field(key, value)
+    except ValueError as e:
+        raise FlagError(f"--config_override {key}={raw}: {e}") from None
+    return key, value
 
 
 def model_config_from_flags(args) -> AlbertConfig:
