@@ -59,8 +59,9 @@ def sample_records(sample_corpus, sample_vocab, tmp_path_factory):
 
 
 def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overrides=None,
-                 dist=None, **kwargs):
-    """A Trainer over a 2-layer tiny ALBERT (vocabulary 2000), seeded."""
+                 dist=None, optimizer=None, **kwargs):
+    """A Trainer over a 2-layer tiny ALBERT (vocabulary 2000), seeded; optimizer(variables)
+    builds another optimizer than LAMB."""
     from albert import AlbertConfig, AlbertForPreTraining
     from albert.distributed import Distributed
     from albert.losses import PRETRAINING_METRICS, pretraining_loss
@@ -74,7 +75,7 @@ def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overri
                                       **{"classifier_dropout_prob": 0.0,
                                          **(config_overrides or {})})
     model = AlbertForPreTraining(config).build_for_config()
-    opt = make_optimizer("lamb", model.trainable_variables)
+    opt = (optimizer or (lambda v: make_optimizer("lamb", v)))(model.trainable_variables)
     return Trainer(model, pretraining_loss, opt, lambda step: lr, dist or Distributed(),
                    metric_names=PRETRAINING_METRICS, precision=precision, xla=xla, **kwargs)
 

@@ -216,3 +216,93 @@ def test_second_phase_carries_weights_and_optimizer_moments_not_the_step(batches
     assert int(phase2.step) == 0 and int(phase2.iterations) == 0
     np.testing.assert_array_equal(phase2.optimizer.m[0].numpy(), phase1.optimizer.m[0].numpy())
     assert float(np.abs(phase2.optimizer.m[0].numpy()).sum()) > 0
+    # The moments carry the count of updates they have seen: bias correction goes on from there.
+    assert int(phase2.optimizer.updates) == int(phase1.optimizer.updates) == 2
+
+
+def _legacy_checkpoint(trainer, directory):
+    """A checkpoint in the layout written before the optimizer counted its updates."""
+    parts = trainer.trackables()
+    parts["optimizer"] = trainer.optimizer.moments_only()
+    tf.train.Checkpoint(**parts).write(os.path.join(directory, "ckpt-2"))
+    with open(os.path.join(directory, "checkpoint"), "w") as f:
+        f.write('model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-2"\n')
+
+
+def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_count(batches,
+                                                                                      tmp_path):
+    old = make_trainer()
+    for b in batches[:2]:
+        old.train_step(b)
+    _legacy_checkpoint(old, str(tmp_path / "run"))
+    assert not any(n.startswith("optimizer/updates")
+                   for n, _ in tf.train.list_variables(str(tmp_path / "run" / "ckpt-2")))
+    resumed = make_trainer()
+    handler = CheckpointHandler(str(tmp_path / "run"), resumed.trackables(), Distributed())
+    assert handler.restore_latest().endswith("ckpt-2")
+    assert int(resumed.step) == 2 and int(resumed.optimizer.updates) == 2
+    np.testing.assert_array_equal(resumed.optimizer.v[3].numpy(), old.optimizer.v[3].numpy())
+    # The next update is the one the straight run makes.
+    old.train_step(batches[2])
+    resumed.train_step(batches[2])
+    for a, b in zip(old.model.trainable_variables, resumed.model.trainable_variables,
+                    strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
+    # As a second phase's source too.
+    phase2 = make_trainer()
+    start_state(phase2, CheckpointHandler(str(tmp_path / "p2"), phase2.trackables(),
+                                          Distributed()),
+                load_from="checkpoint", checkpoint_path=str(tmp_path / "run"),
+                load_optimizer_state=True)
+    assert int(phase2.step) == 0 and int(phase2.optimizer.updates) == 2
+
+
+def test_resume_under_the_other_bias_correction_is_refused(batches, tmp_path):
+    from albert.checkpoints import CheckpointError
+
+    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
+    first = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    start_state(first, handler, load_from="scratch", checkpoint_path=None,
+                record={"started_from": start, "bias_correction": False})
+    first.train_step(batches[0])
+    handler.save(1)
+    with pytest.raises(CheckpointError, match="trained with --bias_correction off; this command "
+                                              "says on. Use --bias_correction off to resume"):
+        again = make_trainer()
+        start_state(again, CheckpointHandler(str(tmp_path), again.trackables(), Distributed()),
+                    load_from="scratch", checkpoint_path=None,
+                    record={"started_from": start, "bias_correction": True})
+    same = make_trainer()
+    assert start_state(same, CheckpointHandler(str(tmp_path), same.trackables(), Distributed()),
+                       load_from="scratch", checkpoint_path=None,
+                       record={"started_from": start, "bias_correction": False}) == "resumed"
+
+
+def _counting_dataset(skip):
+    # Records 0, 1, 2, ... as batches of 2, skipping `skip` records first, as a runner's make_data.
+    from albert.data.reader import resumable_skip
+
+    return resumable_skip(tf.data.Dataset.range(1000), skip).batch(2)
+
+
+def test_open_input_continues_at_the_saved_position_not_the_start(tmp_path):
+    from albert.plan import BatchPlan
+
+    layout = BatchPlan(1, 2, 1)
+    trainer = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+    first = handler.open_input(_counting_dataset, layout, resumed_updates=0, step=0)
+    assert [int(x) for x in next(first)] == [0, 1]
+    for _ in range(4):
+        next(first)
+    handler.save(5)
+    restarted = CheckpointHandler(str(tmp_path), make_trainer().trackables(), Distributed())
+    again = restarted.open_input(_counting_dataset, layout, resumed_updates=5, step=5)
+    assert [int(x) for x in next(again)] == [10, 11]
+    # Under another batch plan the saved position is not this layout's: the stream is replayed
+    # past the records the 5 updates consumed (5 x 4), not restarted at 0.
+    replayed = CheckpointHandler(str(tmp_path), make_trainer().trackables(),
+                                 Distributed()).open_input(_counting_dataset, BatchPlan(1, 4, 1),
+                                                           resumed_updates=5, step=5)
+    assert [int(x) for x in next(replayed)] == [20, 21]

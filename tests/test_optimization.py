@@ -8,16 +8,21 @@ from albert.optimization import learning_rate_at, make_optimizer
 
 
 def numpy_reference(params, grads_per_step, lrs, names, *, lamb, wd=0.01, b1=0.9, b2=0.999,
-                    eps=1e-6):
+                    eps=1e-6, corrected=True):
+    """LAMB (You et al. 2019, Algorithm 2, with AdamW's bias correction) or AdamW (Loshchilov &
+    Hutter; torch.optim.AdamW's form); corrected=False is Google's BERT/ALBERT optimizer."""
     params = [p.copy() for p in params]
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
     excluded = lambda n: any(s in n for s in ("norm", "LayerNorm", "bias", "beta", "gamma"))
-    for grads, lr in zip(grads_per_step, lrs, strict=True):
+    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs, strict=True), start=1):
         for i, (p, g) in enumerate(zip(params, grads, strict=True)):
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * g * g
-            u = m[i] / (np.sqrt(v[i]) + eps)
+            m_hat, v_hat = m[i], v[i]
+            if corrected:
+                m_hat, v_hat = m[i] / (1 - b1 ** t), v[i] / (1 - b2 ** t)
+            u = m_hat / (np.sqrt(v_hat) + eps)
             if not excluded(names[i]):
                 u = u + wd * p
             r = 1.0
@@ -28,8 +33,9 @@ def numpy_reference(params, grads_per_step, lrs, names, *, lamb, wd=0.01, b1=0.9
     return params
 
 
+@pytest.mark.parametrize("corrected", [True, False], ids=["corrected", "google"])
 @pytest.mark.parametrize("kind", ["lamb", "adamw"])
-def test_matches_numpy_reference_over_several_steps(kind):
+def test_matches_numpy_reference_over_several_steps(kind, corrected):
     rng = np.random.default_rng(0)
     names = ["layer/kernel", "layer/bias", "attention_norm/gamma", "embeddings/word_embeddings",
              "zero/kernel"]
@@ -38,7 +44,7 @@ def test_matches_numpy_reference_over_several_steps(kind):
     init[4][:] = 0.0  # zero-norm weights: trust ratio falls back to 1
     variables = [tf.Variable(p, name=n.replace("/", "_")) for p, n in zip(init, names,
                                                                           strict=True)]
-    opt = make_optimizer(kind, variables, weight_decay=0.01)
+    opt = make_optimizer(kind, variables, weight_decay=0.01, bias_correction=corrected)
     opt.names = names  # match the reference's names (tf.Variable names have no paths)
     opt.decay = [not any(s in n for s in ("norm", "bias")) for n in names]
     opt.adapt = [kind == "lamb" and d for d in opt.decay]
@@ -46,9 +52,43 @@ def test_matches_numpy_reference_over_several_steps(kind):
     lrs = [0.1, 0.05, 0.02, 0.01, 0.005]
     for g, lr in zip(grads, lrs, strict=True):
         opt.apply([tf.constant(x) for x in g], variables, lr)
-    expected = numpy_reference(init, grads, lrs, names, lamb=kind == "lamb")
+    expected = numpy_reference(init, grads, lrs, names, lamb=kind == "lamb", corrected=corrected)
     for var, exp in zip(variables, expected, strict=True):
         np.testing.assert_allclose(var.numpy(), exp, rtol=1e-5, atol=1e-6)
+    other = numpy_reference(init, grads, lrs, names, lamb=kind == "lamb",
+                            corrected=not corrected)
+    # The two forms really differ here (AdamW's first update is 3.16x larger uncorrected).
+    assert max(np.abs(o - e).max() for o, e in zip(other, expected, strict=True)) > 1e-3
+    assert int(opt.updates) == 5
+
+
+def test_adamw_first_update_is_lr_times_sign_corrected_and_3x_uncorrected():
+    # Adam's first corrected step is lr * g / (|g| + eps); Google's uncorrected one is
+    # lr * 0.1 g / (sqrt(0.001) |g| + eps), about 3.16 lr: the collapse of issue 25.
+    for corrected, size in ((True, 1.0), (False, 0.1 / np.sqrt(0.001))):
+        w = tf.Variable(np.zeros((4,), np.float32), name="w_kernel")
+        opt = make_optimizer("adamw", [w], weight_decay=0.0, bias_correction=corrected)
+        opt.apply([tf.constant([1.0, -2.0, 0.5, 3.0])], [w], 0.01)
+        np.testing.assert_allclose(-w.numpy(), 0.01 * size * np.sign([1.0, -2.0, 0.5, 3.0]),
+                                   rtol=1e-4)
+
+
+def test_matches_torch_adamw():
+    # torch.optim.AdamW is the reference every PyTorch fine-tune uses.
+    import torch
+
+    rng = np.random.default_rng(4)
+    init = rng.normal(size=(5, 3)).astype(np.float32)
+    grads = [rng.normal(size=(5, 3)).astype(np.float32) for _ in range(6)]
+    w = tf.Variable(init, name="dense_kernel")
+    opt = make_optimizer("adamw", [w], weight_decay=0.01)
+    p = torch.nn.Parameter(torch.tensor(init))
+    ref = torch.optim.AdamW([p], lr=1e-2, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01)
+    for g in grads:
+        opt.apply([tf.constant(g)], [w], 1e-2)
+        p.grad = torch.tensor(g)
+        ref.step()
+    np.testing.assert_allclose(w.numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_lamb_trust_ratio_makes_update_scale_with_weight_norm():

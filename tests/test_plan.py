@@ -166,3 +166,29 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
                            "1000"], capture_output=True, text=True, timeout=120)
     rows = proc.stdout.strip().splitlines()
     assert rows[2].endswith(" / >= 65536 |") and "longer than tiny's 512 positions" in rows[3]
+
+
+def test_batch_plan_is_exact_or_refused():
+    from albert.plan import resolve_batch_plan
+
+    # Derived accumulation: 256 = 32 x 4 x 2; a global batch that is not a multiple is refused,
+    # never rounded down to fewer sequences per update than asked.
+    assert resolve_batch_plan(2, 32, 256, None, 8).accumulation == 4
+    for ranks, per_gpu, global_batch in ((2, 32, 250), (1, 32, 48), (4, 8, 16)):
+        with pytest.raises(PlanError, match=f"--global_batch_size {global_batch} is not a "
+                                            "multiple"):
+            resolve_batch_plan(ranks, per_gpu, global_batch, None, 8)
+    # Derived micro-batch: 96 = 12 x 4 x 2; 100 is not divisible by 2 x 4.
+    assert resolve_batch_plan(2, None, 96, 4, 8).micro_batch == 12
+    with pytest.raises(PlanError, match="not divisible by 2 rank"):
+        resolve_batch_plan(2, None, 100, 4, 8)
+    with pytest.raises(PlanError, match="disagrees"):
+        resolve_batch_plan(2, 8, 100, 4, 8)
+    # The default micro-batch applies when only the global batch is given.
+    plan = resolve_batch_plan(1, None, 64, None, 16)
+    assert (plan.micro_batch, plan.accumulation, plan.global_batch) == (16, 4, 64)
+    for flag, args in (("--per_gpu_batch_size", (1, 0, None, None, 8)),
+                       ("--global_batch_size", (1, None, 0, None, 8)),
+                       ("--gradient_accumulation_steps", (1, None, None, 0, 8))):
+        with pytest.raises(PlanError, match=f"{flag} must be at least 1"):
+            resolve_batch_plan(*args)

@@ -59,6 +59,77 @@ def test_accumulation_averages_micro_batches(batches):
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
 
 
+class RecordingOptimizer:
+    """Stands in for LAMB: keeps the gradients that reach it and changes no weight, so a test sees
+    what the trainer hands the optimizer (a uniform scale error barely moves an Adam update)."""
+
+    def __init__(self, variables):
+        self.seen = [tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables]
+        self.calls = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.slot_variables = []
+
+    def apply(self, grads, variables, learning_rate):
+        for seen, g in zip(self.seen, grads, strict=True):
+            seen.assign(g)
+        self.calls.assign_add(1)
+
+    def gradients(self):
+        return [s.numpy() for s in self.seen]
+
+
+def _tape_gradients(trainer, batch):
+    """The gradient of the trainer's loss on one [batch, ...] batch, by a plain GradientTape."""
+    with tf.GradientTape() as tape:
+        loss, _ = trainer.loss_fn(trainer.model, batch, training=True)
+    grads = tape.gradient(loss, trainer.variables)
+    return [tf.convert_to_tensor(g).numpy() for g in grads], float(loss)
+
+
+def _global_norm(grads):
+    return float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum()) for g in grads)))
+
+
+@pytest.mark.parametrize("xla", [False, True], ids=["eager_graph", "xla"])
+def test_accumulated_gradient_reaching_the_optimizer_is_the_large_batch_mean(batches, xla):
+    # Two micro-batches of 8 must hand the optimizer the gradient of the 16-sequence batch (the
+    # mean, not the sum), and grad_norm must be that gradient's norm before clipping.
+    stacked = {k: tf.concat([batches[0][k], batches[1][k]], axis=0) for k in batches[0]}
+    merged = {k: tf.concat([batches[0][k][0], batches[1][k][0]], 0) for k in batches[0]}
+    two = make_trainer(accum_steps=2, xla=xla, optimizer=RecordingOptimizer, max_grad_norm=0.0)
+    two.train_step(stacked)
+    expected, _ = _tape_gradients(two, merged)
+    assert int(two.optimizer.calls) == 1
+    got = two.optimizer.gradients()
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=2e-4, atol=2e-7)
+    assert float(two.grad_norm) == pytest.approx(_global_norm(expected), rel=1e-4)
+    one = make_trainer(xla=xla, optimizer=RecordingOptimizer, max_grad_norm=0.0)
+    one.train_step({k: v[None] for k, v in merged.items()})
+    assert float(one.grad_norm) == pytest.approx(float(two.grad_norm), rel=1e-4)
+    # The halves' gradients differ, so a sum or a single micro-batch could not pass the above.
+    half, _ = _tape_gradients(two, {k: v[0] for k, v in batches[0].items()})
+    assert abs(_global_norm(half) - _global_norm(expected)) > 0.01 * _global_norm(expected)
+
+
+def test_clipping_hands_the_optimizer_the_clipped_gradient(batches):
+    batch = batches[2]
+    probe = make_trainer(optimizer=RecordingOptimizer, max_grad_norm=0.0)
+    expected, _ = _tape_gradients(probe, {k: v[0] for k, v in batch.items()})
+    norm = _global_norm(expected)
+    limit = 0.05 * norm
+    clipped = make_trainer(optimizer=RecordingOptimizer, max_grad_norm=limit)
+    clipped.train_step(batch)
+    got = clipped.optimizer.gradients()
+    assert _global_norm(got) == pytest.approx(limit, rel=1e-4)
+    for g, e in zip(got, expected, strict=True):  # same direction: every tensor scaled alike
+        np.testing.assert_allclose(g, e * (limit / norm), rtol=2e-4, atol=1e-8)
+    assert float(clipped.grad_norm) == pytest.approx(norm, rel=1e-4)  # logged before clipping
+    # A limit above the norm leaves the gradient as it is.
+    loose = make_trainer(optimizer=RecordingOptimizer, max_grad_norm=10 * norm)
+    loose.train_step(batch)
+    assert _global_norm(loose.optimizer.gradients()) == pytest.approx(norm, rel=1e-4)
+
+
 def test_exclusions_on_real_variable_paths():
     trainer = make_trainer()
     flags = dict(zip(trainer.optimizer.names, trainer.optimizer.decay, strict=True))

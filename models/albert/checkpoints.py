@@ -28,6 +28,8 @@ logger = logging.getLogger("albert.checkpoints")
 
 RUN_RECORD = "run.json"
 _CKPT = re.compile(r"^ckpt-(\d+)\.index$")
+_UPDATES = "optimizer/updates/.ATTRIBUTES/VARIABLE_VALUE"
+_STEP = "step/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 class CheckpointError(ValueError):
@@ -83,6 +85,7 @@ class CheckpointHandler:
         self.dist = dist
         self.config = config
         self.keep = keep
+        self.trackables = dict(trackables)
         self.checkpoint = tf.train.Checkpoint(**trackables)
         self._data_manager = None
         if dist.is_chief:
@@ -271,8 +274,14 @@ class CheckpointHandler:
                 raise CheckpointError(f"--checkpoint_path {path} holds no checkpoint")
             return
         self.check_config(os.path.dirname(path))
+        names = {name for name, _ in tf.train.list_variables(path)}
+        optimizer = self.trackables.get("optimizer")
+        # Checkpoints written before the optimizer counted its updates hold m and v only; their
+        # moments had seen as many updates as the run's step.
+        legacy = (optimizer is not None and hasattr(optimizer, "moments_only")
+                  and any(n.startswith("optimizer/") for n in names)
+                  and _UPDATES not in names)
         if partial:
-            names = {name for name, _ in tf.train.list_variables(path)}
             marker = "model/albert/embeddings/word_embeddings/.ATTRIBUTES/VARIABLE_VALUE"
             if marker not in names:
                 raise CheckpointError(f"checkpoint {path} holds no ALBERT model weights")
@@ -281,14 +290,19 @@ class CheckpointHandler:
                 if not any(n.startswith("optimizer/") for n in names):
                     raise CheckpointError(f"checkpoint {path} holds no optimizer state "
                                           "(--load_optimizer_state)")
-                parts["optimizer"] = self.checkpoint.optimizer
+                parts["optimizer"] = optimizer.moments_only() if legacy else optimizer
             status = tf.train.Checkpoint(**parts).read(path)
             if partial == "weights+optimizer":
                 status.assert_existing_objects_matched()
+                if legacy:
+                    self._count_legacy_updates(path, names)
             status.expect_partial()
             return
+        parts = dict(self.trackables)
+        if legacy:
+            parts["optimizer"] = optimizer.moments_only()
         try:
-            status = self.checkpoint.read(path)
+            status = tf.train.Checkpoint(**parts).read(path)
             status.expect_partial()  # the file's save_counter, which a fresh Checkpoint lacks
             status.assert_existing_objects_matched()
         except (AssertionError, ValueError) as e:
@@ -296,6 +310,14 @@ class CheckpointHandler:
             # "unreadable" (which would silently fall back to an older checkpoint).
             raise CheckpointError(f"checkpoint {path} does not match this model and optimizer "
                                   f"({str(e).splitlines()[0][:300]})") from None
+        if legacy:
+            self._count_legacy_updates(path, names)
+
+    def _count_legacy_updates(self, path: str, names: set) -> None:
+        updates = int(tf.train.load_variable(path, _STEP)) if _STEP in names else 0
+        self.trackables["optimizer"].updates.assign(updates)
+        logger.info("checkpoint %s predates the optimizer's update count: its moments count as "
+                    "%d updates (the run's step) for the bias correction", path, updates)
 
 
 def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
@@ -336,6 +358,7 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
                            "command's run", directory, RUN_RECORD)
         resumed = checkpoints.restore_latest()
         if resumed:
+            _check_optimizer_form(previous, record, directory)
             logger.info("resuming from %s", resumed)
             how = "resumed"
         elif load_from == "checkpoint":
@@ -355,6 +378,25 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
     hows = ("new", "initialised", "resumed")
     code = trainer.dist.allgather_object(hows.index(how))[0]
     return hows[code]
+
+
+def _check_optimizer_form(previous: dict | None, record: dict, directory: str) -> None:
+    """A resume under the other --bias_correction would change the run's trajectory mid-way."""
+    if "bias_correction" not in record:
+        return
+    now = "on" if record["bias_correction"] else "off"
+    if previous is not None and "bias_correction" in previous:
+        before = "on" if previous["bias_correction"] else "off"
+        if before != now:
+            raise CheckpointError(
+                f"--checkpoint_dir {directory} holds a run trained with --bias_correction "
+                f"{before}; this command says {now}. Use --bias_correction {before} to resume it, "
+                f"a new --checkpoint_dir, or --overwrite_checkpoint_dir")
+    elif now == "on":
+        # Runs recorded before the flag existed trained with uncorrected moments.
+        logger.warning("%s holds a run started before bias correction existed (uncorrected "
+                       "moments); it continues with --bias_correction on. Add --bias_correction "
+                       "off to continue it as it began", directory)
 
 
 def mark_finished(directory: str, step: int, dist) -> None:

@@ -39,7 +39,8 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
                                                        / plan.global_batch))
     warmup = args.warmup_steps if args.warmup_steps is not None \
         else int(args.warmup_proportion * total_steps)
-    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
+    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay,
+                               bias_correction=args.bias_correction == "on")
 
     def schedule(step):
         return learning_rate_at(step, args.learning_rate, warmup, total_steps,
@@ -66,6 +67,7 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
                       overwrite=args.overwrite_checkpoint_dir,
                       record={"started_from": started_from(args), "xla": xla._asdict(),
                               "batch_plan": plan.as_dict(), "total_steps": total_steps,
+                              "bias_correction": args.bias_correction == "on",
                               "train_file": os.path.realpath(args.train_file),
                               **(record or {}), "finished": False})
     step = int(trainer.step)

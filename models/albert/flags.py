@@ -68,6 +68,10 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--decay_power", type=float, default=1.0)
     g.add_argument("--optimizer", choices=("lamb", "adamw"), default=optimizer)
     g.add_argument("--weight_decay", type=float, default=0.01)
+    g.add_argument("--bias_correction", choices=("on", "off"), default="on",
+                   help="Adam bias correction of the moments (LAMB paper, every AdamW); off: "
+                        "Google's TF1 BERT/ALBERT optimizer, whose first updates are up to 3x "
+                        "larger")
     g.add_argument("--max_grad_norm", type=float, default=1.0,
                    help="clip by global norm after the allreduce (0 disables)")
     g.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")

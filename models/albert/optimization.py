@@ -1,16 +1,23 @@
-"""LAMB and AdamW as in the BERT/ALBERT recipe, and the warmup + polynomial-decay schedule.
+"""LAMB and AdamW as in the LAMB paper and the BERT/ALBERT recipe, and the warmup +
+polynomial-decay schedule.
 
 Written here instead of using keras.optimizers.Lamb because the recipe differs from it in ways that
-change training: no bias correction, weight decay added to the update *before* the trust ratio,
-and LayerNorm/bias parameters excluded from both weight decay and layer adaptation. For each
-parameter w with gradient g (step t, all element-wise except the norms):
+change training: weight decay added to the update *before* the trust ratio, and LayerNorm/bias
+parameters excluded from both weight decay and layer adaptation. For each parameter w with gradient
+g at update t = 1, 2, ... (all element-wise except the norms):
 
     m = b1 m + (1 - b1) g              v = b2 v + (1 - b2) g^2
-    u = m / (sqrt(v) + eps) + wd * w   (wd = 0 for excluded parameters)
+    m^ = m / (1 - b1^t)                v^ = v / (1 - b2^t)      (bias correction)
+    u = m^ / (sqrt(v^) + eps) + wd * w   (wd = 0 for excluded parameters)
     r = ||w|| / ||u|| if both norms > 0 else 1    (LAMB only; r = 1 for excluded parameters)
     w = w - lr * r * u
 
-AdamW is the same with r = 1 everywhere.
+AdamW is the same with r = 1 everywhere (torch.optim.AdamW's update, whose decoupled decay
+w (1 - lr wd) is the same lr * wd * w). Bias correction is on by default, as in the LAMB paper,
+NVIDIA's and tensorflow-addons' LAMB and every AdamW: without it the first few hundred updates
+are up to sqrt(1 - b2^t) / (1 - b1^t) ~ 3x larger, which makes fine-tuning from scratch at a
+high learning rate collapse. bias_correction=False is Google's TF1 BERT/ALBERT optimizer
+(m^ = m, v^ = v), for reproducing its recipe.
 """
 
 from __future__ import annotations
@@ -37,9 +44,11 @@ class LayerwiseAdam(tf.Module):
     def __init__(self, variables, *, layer_adaptation: bool = True, weight_decay: float = 0.01,
                  beta_1: float = 0.9, beta_2: float = 0.999, epsilon: float = 1e-6,
                  exclude_from_weight_decay=DEFAULT_EXCLUDE,
-                 exclude_from_layer_adaptation=None, name: str = "lamb"):
+                 exclude_from_layer_adaptation=None, bias_correction: bool = True,
+                 name: str = "lamb"):
         super().__init__(name=name)
         self.layer_adaptation = layer_adaptation
+        self.bias_correction = bias_correction
         self.weight_decay = weight_decay
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
         if exclude_from_layer_adaptation is None:
@@ -53,18 +62,35 @@ class LayerwiseAdam(tf.Module):
                                   name=f"m_{i}") for i, v in enumerate(variables)]
             self.v = [tf.Variable(tf.zeros(v.shape, tf.float32), trainable=False,
                                   name=f"v_{i}") for i, v in enumerate(variables)]
+            # The updates the moments have seen: t of the bias correction. The optimizer's own
+            # count, not the trainer's step, because --load_optimizer_state carries the moments
+            # (and so their count) into a run whose step starts at 0.
+            self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name="updates")
 
     @property
     def slot_variables(self):
-        return self.m + self.v
+        return self.m + self.v + [self.updates]
+
+    def moments_only(self) -> tf.Module:
+        """A view holding m and v alone, in this optimizer's checkpoint layout: what checkpoints
+        written before the update count existed hold (see albert.checkpoints)."""
+        view = tf.Module()
+        view.m, view.v = self.m, self.v
+        return view
 
     def apply(self, grads, variables, learning_rate):
         """One update; grads and variables in the order given at construction."""
         lr = tf.cast(learning_rate, tf.float32)
+        t = tf.cast(self.updates.assign_add(1), tf.float32)
+        if self.bias_correction:
+            m_scale = 1.0 / (1.0 - tf.pow(self.beta_1, t))
+            v_scale = 1.0 / (1.0 - tf.pow(self.beta_2, t))
         for i, (g, w) in enumerate(zip(grads, variables, strict=True)):
             g = tf.cast(g, tf.float32)
             m = self.m[i].assign(self.beta_1 * self.m[i] + (1.0 - self.beta_1) * g)
             v = self.v[i].assign(self.beta_2 * self.v[i] + (1.0 - self.beta_2) * tf.square(g))
+            if self.bias_correction:
+                m, v = m * m_scale, v * v_scale
             w_value = tf.convert_to_tensor(w)
             update = m / (tf.sqrt(v) + self.epsilon)
             if self.decay[i] and self.weight_decay:
@@ -81,7 +107,9 @@ def _var_name(variable) -> str:
     return getattr(variable, "path", None) or variable.name
 
 
-def make_optimizer(name: str, variables, weight_decay: float = 0.01, **kwargs) -> LayerwiseAdam:
+def make_optimizer(name: str, variables, weight_decay: float = 0.01, *,
+                   bias_correction: bool = True, **kwargs) -> LayerwiseAdam:
+    kwargs["bias_correction"] = bias_correction
     if name == "lamb":
         return LayerwiseAdam(variables, layer_adaptation=True, weight_decay=weight_decay,
                              name="lamb", **kwargs)

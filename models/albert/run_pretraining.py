@@ -170,7 +170,8 @@ def run(args) -> int:
     batch_size, accum = plan.micro_batch, plan.accumulation
     memory = memory_plan_from_flags(args, config, plan, head="pretraining",
                                     device="gpu" if on_gpu else "cpu")
-    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay)
+    optimizer = make_optimizer(args.optimizer, model.trainable_variables, args.weight_decay,
+                               bias_correction=args.bias_correction == "on")
     trainer = Trainer(
         model, pretraining_loss, optimizer, schedule, dist,
         metric_names=PRETRAINING_METRICS, accum_steps=accum, precision=args.precision,
@@ -185,6 +186,7 @@ def run(args) -> int:
                       overwrite=args.overwrite_checkpoint_dir,
                       record={"started_from": started_from(args), "xla": xla._asdict(),
                               "batch_plan": plan.as_dict(), "total_steps": args.total_steps,
+                              "bias_correction": args.bias_correction == "on",
                               "finished": False})
     step = int(trainer.step)
     if dist.is_chief:
