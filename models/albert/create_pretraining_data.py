@@ -521,6 +521,8 @@ def _skipped(totals: Totals) -> dict:
         "non_article_pages": s.non_article_pages,
         "disambiguation_pages": s.disambiguation_pages,
         "empty_documents": s.empty_documents,
+        "sentences_with_holes": s.sentences_with_holes,
+        "sentences_with_markup": s.sentences_with_markup,
         "short_documents": totals.short_documents,
     }
 

@@ -10,13 +10,17 @@ Formats (`--input_format`; `auto` picks by file name):
   paragraphs separated by newlines (an exported Hugging Face dataset).
 - `parquet` (`.parquet`): the `--text_field` column, read in record batches with pyarrow.
 - `wikipedia` (`.xml`, e.g. `enwiki-latest-pages-articles.xml.bz2`): a MediaWiki XML export read
-  as a stream, one document per article. mwparserfromhell parses the wikitext; templates, tables,
-  references, files, categories, headings and comments are dropped. Redirects, pages outside the
+  as a stream, one document per article, turned into the prose a reader sees by
+  `albert.data.wikitext` (templates that carry words rendered, the rest of the markup dropped;
+  sentences with a hole such as a formula dropped and counted). Redirects, pages outside the
   article namespace and disambiguation pages are skipped and counted.
 
 Reading is split in two so that the expensive half runs in worker processes: `read_documents`
 streams a file's raw documents (cheap: decompression, JSON, XML), and `finish_document` turns one
 into sentences (wikitext parsing, sentence splitting). Everything skipped is counted in ReadStats.
+
+`python -m albert.data.corpus --input ... --output text.txt` writes what is read as text, one
+sentence a line and a blank line between documents: what the model will train on.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ import itertools
 import json
 import lzma
 import os
-import re
 import signal
 import sys
 import threading
@@ -52,8 +55,6 @@ FORMATS = ("auto", "text", *LAYOUTS, "jsonl", "parquet", "wikipedia")
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _BY_EXTENSION = {".txt": "text", ".text": "text", ".jsonl": "jsonl", ".ndjson": "jsonl",
                  ".json": "jsonl", ".parquet": "parquet", ".xml": "wikipedia"}
-# Wikipedia paragraphs shorter than this are headings, captions or list debris, not prose.
-_WIKI_MIN_WORDS = 4
 
 
 @dataclasses.dataclass
@@ -70,6 +71,9 @@ class ReadStats:
     non_article_pages: int = 0  # talk, user, template, file, category ... pages
     disambiguation_pages: int = 0
     empty_documents: int = 0  # no text left after cleanup
+    # Wikipedia sentences dropped: a hole nothing fills (a formula), or markup left in them
+    sentences_with_holes: int = 0
+    sentences_with_markup: int = 0
     documents: int = 0  # documents with at least one sentence
 
     def add(self, other: ReadStats) -> None:
@@ -398,13 +402,6 @@ def chunked(docs: Iterable, size: int) -> Iterator[tuple[int, int, list]]:
 
 # -- Wikipedia -------------------------------------------------------------------------------
 
-_DROPPED_TAGS = frozenset({
-    "ref", "references", "table", "gallery", "math", "chem", "ce", "score", "timeline",
-    "imagemap", "syntaxhighlight", "source", "pre", "code", "hiero", "graph", "mapframe",
-    "maplink", "templatedata", "templatestyles", "includeonly", "noinclude", "inputbox",
-    "categorytree", "hr",
-})
-_MAGIC_WORD = re.compile(r"__[A-Z]+__")  # behaviour switches such as __NOTOC__
 _DISAMBIGUATION_TEMPLATES = frozenset({
     "disambiguation", "disambig", "disamb", "dab", "dis", "hndis", "geodis", "numberdis",
     "letter-numbercombdisambig", "mil-unit-dis",
@@ -422,68 +419,23 @@ def _is_disambiguation(title: str, code) -> bool:
 
 
 def wiki_sentences(page: WikiPage, stats: ReadStats) -> list[str] | None:
-    """An article's wikitext -> the sentences of its prose; None for a disambiguation page."""
+    """An article's wikitext -> the sentences of its prose (albert.data.wikitext); None for a
+    disambiguation page. Sentences dropped for a hole or for markup are counted in `stats`."""
     import mwparserfromhell
 
+    from albert.data import wikitext
+
     try:
-        code = mwparserfromhell.parse(page.text)
+        code = wikitext.parse(page.text)
     except mwparserfromhell.parser.ParserError:
         return []
     if _is_disambiguation(page.title, code):
         stats.disambiguation_pages += 1
         return None
-    text = _plain_text(code, page.namespaces)
-    return text_sentences(text, min_words=_WIKI_MIN_WORDS)
-
-
-def _plain_text(code, namespaces: Namespaces) -> str:
-    """The readable text of a parsed wikitext tree: what a reader of the article sees as prose.
-
-    Walks mwparserfromhell's nodes (the library does the parsing) and keeps text, link labels and
-    the contents of formatting tags; drops templates, tables, references, comments, headings and
-    links to files and categories.
-    """
-    from mwparserfromhell.nodes import ExternalLink, Heading, HTMLEntity, Tag, Text, Wikilink
-
-    out: list[str] = []
-    for node in code.nodes:
-        if isinstance(node, Text):
-            out.append(node.value)
-        elif isinstance(node, Wikilink):
-            out.append(_link_text(node, namespaces))
-        elif isinstance(node, ExternalLink):
-            if node.title is not None:
-                out.append(_plain_text(node.title, namespaces))
-        elif isinstance(node, Tag):
-            name = str(node.tag).strip().lower()
-            if name == "br":
-                out.append("\n")
-            elif name not in _DROPPED_TAGS and node.contents is not None:
-                out.append(_plain_text(node.contents, namespaces))
-        elif isinstance(node, HTMLEntity):
-            out.append(node.normalize())
-        elif isinstance(node, Heading):
-            out.append("\n")
-        # Templates, comments and template arguments add nothing a reader sees as prose.
-    return _MAGIC_WORD.sub("", "".join(out)).replace("\u00a0", " ")
-
-
-def _link_text(link, namespaces: Namespaces) -> str:
-    title = str(link.title).strip()
-    label = link.text
-    if title.startswith(":"):  # [[:Category:X]] is a plain link to the page, not a category
-        title = title[1:]
-    elif ":" in title:
-        prefix = title.split(":", 1)[0].strip().lower()
-        if prefix in namespaces.dropped:
-            return ""
-        if prefix in namespaces.other or (prefix.isalpha() and prefix.islower()
-                                          and 2 <= len(prefix) <= 3):
-            # Another namespace, or an interlanguage link ([[fr:Paris]]): keep a label only.
-            return _plain_text(label, namespaces) if label is not None else ""
-    if label is not None:
-        return _plain_text(label, namespaces)
-    return _plain_text(link.title, namespaces).lstrip(":")
+    found = wikitext.sentences(wikitext.plain_text(code, page.namespaces))
+    stats.sentences_with_holes += found.with_holes
+    stats.sentences_with_markup += found.with_markup
+    return found.sentences
 
 
 # -- worker processes ------------------------------------------------------------------------
@@ -513,3 +465,117 @@ def die_with_parent(parent_pid: int) -> None:
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
+# -- the extracted text, to read ------------------------------------------------------------
+
+
+def _finish_chunk(raw_docs: list) -> tuple[list[list[str]], ReadStats]:
+    stats = ReadStats()
+    docs = [d for d in (finish_document(raw, stats) for raw in raw_docs) if d]
+    return docs, stats
+
+
+def _finished_documents(files: list[str], fmt: str, text_field: str, processes: int,
+                        stats: ReadStats) -> Iterator[list[str]]:
+    """iter_documents, with the wikitext parsing spread over `processes` worker processes."""
+    chunks = (raw for path in files
+              for _, _, raw in chunked(read_documents(path, fmt, text_field, stats), 64))
+    if processes == 1:
+        for raw in chunks:
+            docs, chunk_stats = _finish_chunk(raw)
+            stats.add(chunk_stats)
+            yield from docs
+        return
+    import concurrent.futures as cf
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(processes, mp_context=ctx, initializer=die_with_parent,
+                                initargs=(os.getpid(),)) as pool:
+        pending: list[cf.Future] = []
+        for raw in chunks:
+            pending.append(pool.submit(_finish_chunk, raw))
+            # A bounded number of chunks in flight, collected in order: the output keeps the
+            # corpus order, and memory does not grow with the corpus.
+            while len(pending) >= 2 * processes:
+                docs, chunk_stats = pending.pop(0).result()
+                stats.add(chunk_stats)
+                yield from docs
+        for future in pending:
+            docs, chunk_stats = future.result()
+            stats.add(chunk_stats)
+            yield from docs
+
+
+def parse_args(argv=None):
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="python -m albert.data.corpus",
+        description="Write the sentences the data tools read from --input as plain text: one "
+                    "sentence a line, a blank line between documents (what the model trains on).")
+    p.add_argument("--input", nargs="+", required=True,
+                   help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
+    p.add_argument("--input_format", choices=FORMATS, default="auto",
+                   help="as create_pretraining_data's --input_format")
+    p.add_argument("--text_field", default="text", help="the text field of jsonl/parquet input")
+    p.add_argument("--output", required=True, help="the text file to write; - for stdout")
+    p.add_argument("--max_documents", type=int, default=0,
+                   help="stop after this many documents (0: all)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="processes turning documents into sentences (wikitext parsing)")
+    return p.parse_args(argv)
+
+
+def write_text(args) -> dict:
+    """Writes the text; returns the counts (ReadStats, plus what was written)."""
+    if args.processes < 1:
+        raise ValueError(f"--processes must be at least 1, got {args.processes}")
+    if args.max_documents < 0:
+        raise ValueError(f"--max_documents must be 0 (all) or more, got {args.max_documents}")
+    files = expand_inputs(args.input)
+    for path in files:
+        check_input(path, args.input_format, args.text_field)
+    to_stdout = args.output == "-"
+    try:
+        out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")
+    except OSError as e:
+        raise ValueError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
+    stats, sentences, written = ReadStats(), 0, 0
+    docs = _finished_documents(files, args.input_format, args.text_field, args.processes, stats)
+    try:
+        for doc in docs:
+            out.write(("\n" if written else "") + "\n".join(doc) + "\n")
+            sentences += len(doc)
+            written += 1
+            if written == args.max_documents:
+                break
+    finally:
+        docs.close()  # stops the worker processes
+        if not to_stdout:
+            out.close()
+    return {**stats.as_dict(), "documents_written": written, "sentences": sentences}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        counts = write_text(args)
+    except BrokenPipeError:
+        # The reader of stdout had enough (| head): not an error. Later flushes go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ValueError, FileNotFoundError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()
+                        if v and k not in ("files", "lines", "pages", "documents",
+                                           "documents_written", "sentences"))
+    # With the text on stdout the summary goes to stderr, so that a pipe gets the text alone.
+    print(f"wrote {counts['sentences']} sentences of {counts['documents_written']} documents to "
+          f"{args.output}" + (f"; skipped {skipped}" if skipped else ""),
+          file=sys.stderr if args.output == "-" else sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
