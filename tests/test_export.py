@@ -208,3 +208,155 @@ def test_mixed_precision_model_is_exported_in_float32(tmp_path):
         for name in ("start_logits", "end_logits"):
             np.testing.assert_allclose(result[name].numpy(), expected[f"{case}_{name}"],
                                        atol=1e-5)
+
+
+# -- issue 24 ------------------------------------------------------------------------------------
+
+def refused(proc, message):
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and message in last, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+
+
+def fake_saved_model(directory):
+    directory.mkdir(parents=True)
+    (directory / "saved_model.pb").write_bytes(b"model")
+    (directory / "variables").mkdir()
+    (directory / "variables" / "variables.index").write_bytes(b"index")
+
+
+def tree(directory):
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_path):
+    """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
+    tokens. Refused, given or found beside the weights, and nothing is written."""
+    model = AlbertForQuestionAnswering(tiny(vocab_size=1000)).build_for_config()
+    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    message = ("the vocabulary {} has 2000 pieces but the model's vocab_size is 1000: pass "
+               "the --spm_model it was trained with")
+    out = tmp_path / "serving" / "1"
+    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "qa", "--output_dir",
+                   str(out)], check=False)
+    refused(proc, message.format(tmp_path / "hf" / "spiece.model"))
+    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "qa", "--output_dir",
+                   str(out), "--spm_model", sample_vocab], check=False)
+    refused(proc, message.format(sample_vocab))
+    assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving")
+
+
+def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sample_vocab,
+                                                                                tmp_path):
+    model = AlbertForQuestionAnswering(tiny()).build_for_config()
+    ckpt = tmp_path / "run" / "checkpoints"
+    trainer_checkpoint(model, ckpt)
+    (ckpt / "run.json").write_text("{}")
+    fake_saved_model(tmp_path / "serving" / "1")
+    fake_saved_model(tmp_path / "serving" / "2")
+    before = {d: tree(tmp_path / d) for d in ("run", "serving")}
+    base = ["--task", "qa", "--spm_model", sample_vocab, "--checkpoint_path"]
+    cases = [
+        # TF Serving's base path instead of a version directory.
+        ([str(ckpt), "--output_dir", str(tmp_path / "serving")],
+         f"--output_dir {tmp_path / 'serving'} is not empty: it is a TF Serving base path "
+         f"(versions 1, 2): give a version directory such as {tmp_path / 'serving' / '3'}, or "
+         "pass --overwrite to replace it"),
+        # The checkpoint directory being exported, even with --overwrite.
+        ([str(ckpt), "--output_dir", str(ckpt), "--overwrite"],
+         f"--output_dir {ckpt} would replace {ckpt}, which this command reads or writes"),
+        # A directory above the checkpoint prefix being exported.
+        ([str(ckpt / "ckpt-7"), "--output_dir", str(tmp_path / "run"), "--overwrite"],
+         f"--output_dir {tmp_path / 'run'} would replace {ckpt}"),
+        # A directory that holds some other run, with --overwrite.
+        ([str(ckpt), "--output_dir", str(tmp_path), "--overwrite"], "would replace"),
+    ]
+    for argv, message in cases:
+        refused(export(base + argv, check=False), message)
+    other = tmp_path / "elsewhere"
+    trainer_checkpoint(model, other / "old-run")
+    refused(export(base + [str(ckpt), "--output_dir", str(other), "--overwrite"], check=False),
+            f"--output_dir {other} holds a run or a checkpoint ({other / 'old-run'}/")
+    assert {d: tree(tmp_path / d) for d in ("run", "serving")} == before
+
+    # Somebody's files, no SavedModel: only with --overwrite.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep")
+    refused(export(base + [str(ckpt), "--output_dir", str(notes)], check=False),
+            f"--output_dir {notes} is not empty: it holds todo.txt and no SavedModel, or pass "
+            "--overwrite to replace it")
+    assert (notes / "todo.txt").read_text() == "keep"
+    export(base + [str(ckpt), "--output_dir", str(notes), "--overwrite"])
+    assert (notes / "saved_model.pb").is_file() and not (notes / "todo.txt").exists()
+
+
+def test_item7_run_squad_export_dir_is_checked_before_any_work(tmp_path):
+    """run_squad exports at the end of the run: a bad --export_dir is refused at the start."""
+    def run_squad(*argv):
+        return subprocess.run([sys.executable, "-m", "albert.run_squad", "--train_file",
+                               str(tmp_path / "train.json"), "--model_size", "tiny", *argv],
+                              capture_output=True, text=True, timeout=300, env=ENV)
+
+    ckpt = tmp_path / "squad" / "checkpoints"
+    refused(run_squad("--checkpoint_dir", str(ckpt), "--export_dir", str(tmp_path / "squad")),
+            f"--export_dir {tmp_path / 'squad'} would replace {ckpt}, which this command reads "
+            "or writes")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep")
+    refused(run_squad("--checkpoint_dir", str(ckpt), "--export_dir", str(notes)),
+            f"--export_dir {notes} is not empty: it holds todo.txt and no SavedModel, or empty "
+            "it first")
+    assert not ckpt.exists() and (notes / "todo.txt").read_text() == "keep"
+
+
+def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
+    model = AlbertForQuestionAnswering(tiny()).build_for_config()
+    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    (tmp_path / "serving").write_text("not a directory")
+    for out, where in ((tmp_path / "serving", "is a file"),
+                       (tmp_path / "serving" / "1", f"lies under the file {tmp_path / 'serving'}")):
+        refused(export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "qa",
+                        "--output_dir", str(out)], check=False),
+                f"--output_dir {out} {where}: give a directory for the SavedModel")
+    assert (tmp_path / "serving").read_text() == "not a directory"
+
+
+def test_item11_answer_output_that_is_a_directory_is_refused_before_inference(tmp_path):
+    (tmp_path / "answers").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "albert.answer", "--model", str(tmp_path),
+                           "--question", "Who?", "--context", "Mira did.", "--output",
+                           str(tmp_path / "answers")], capture_output=True, text=True,
+                          timeout=120, env=ENV)
+    refused(proc, f"--output {tmp_path / 'answers'} is a directory: give a file name for the "
+                  f"JSON lines, e.g. {tmp_path / 'answers' / 'answers.jsonl'}")
+    assert sorted(os.listdir(tmp_path)) == ["answers"]  # no answers.tmp left behind
+
+
+def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample_vocab,
+                                                          tmp_path):
+    """final/ (a run's Hugging Face export) and SavedModels were made 0700 (tempfile.mkdtemp,
+    renamed into place) whatever the umask: unreadable to a model server or a teammate."""
+    from conftest import PREDS, SEQ
+
+    def cli(module, argv, umask):
+        proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,
+                              text=True, timeout=300, env=ENV,
+                              preexec_fn=lambda: os.umask(umask))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    ckpt = tmp_path / "run"
+    cli("albert.run_pretraining", [
+        "--filesystem_prefix", str(sample_records), "--train_dir", "train", "--model_size",
+        "tiny", "--config_override", "num_hidden_layers=1", "--spm_model", sample_vocab,
+        "--max_seq_length", str(SEQ), "--max_predictions_per_seq", str(PREDS),
+        "--per_gpu_batch_size", "2", "--total_steps", "1", "--checkpoint_dir", str(ckpt),
+        "--log_dir", str(tmp_path / "logs"), "--skip_xla", "--no_progress"], 0o002)
+    assert (ckpt / "final").stat().st_mode & 0o777 == 0o775
+    cli("albert.export", ["--checkpoint_path", str(ckpt), "--task", "pretraining",
+                          "--output_dir", str(tmp_path / "serving" / "1")], 0o022)
+    for path in (tmp_path / "serving" / "1", tmp_path / "serving" / "1" / "assets"):
+        assert path.stat().st_mode & 0o777 == 0o755, path
+    assert sorted(os.listdir(tmp_path / "serving")) == ["1"]

@@ -76,10 +76,26 @@ def check_args(args) -> None:
         raise FlagError("--context goes with --question; --input lines carry their own")
     if args.spm_model and not os.path.isfile(args.spm_model):
         raise FlagError(f"--spm_model {args.spm_model} does not exist")
+    if args.output:
+        check_output_file(args.output)
     for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
                  "max_answer_length", "batch_size"):
         if getattr(args, name) < 1:
             raise FlagError(f"--{name} must be >= 1, got {getattr(args, name)}")
+
+
+def check_output_file(path: str) -> None:
+    """--output, checked before the model runs: found afterwards, a directory there cost all
+    of the inference and left <output>.tmp behind."""
+    if os.path.isdir(path):
+        raise FlagError(f"--output {path} is a directory: give a file name for the JSON lines, "
+                        f"e.g. {os.path.join(path, 'answers.jsonl')}")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise FlagError(f"--output {path} lies under the file {parent}: give a path in a "
+                        "directory")
 
 
 def read_questions(path: str) -> list[dict]:

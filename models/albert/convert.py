@@ -23,7 +23,6 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 
 import numpy as np
 
@@ -540,6 +539,24 @@ def load_model(cls, path, **options):
     return model
 
 
+def new_directory(parent: str, prefix: str) -> str:
+    """A new, uniquely named directory in `parent`, with the mode the umask gives.
+
+    For a save that is renamed into place: tempfile.mkdtemp makes its directory 0700, and the
+    rename carries that into final/ or a SavedModel that a model server or a teammate on shared
+    storage then cannot read.
+    """
+    import uuid
+
+    while True:
+        path = os.path.join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+
+
 def save_pretrained(model, path, spm_model: str | None = None) -> None:
     """Write config.json + model.safetensors (+ spiece.model) so transformers can load the dir.
 
@@ -563,7 +580,7 @@ def save_pretrained(model, path, spm_model: str | None = None) -> None:
     if "predictions.bias" in tensors:
         # HF ties decoder.bias to predictions.bias; writing both keeps older loaders happy.
         tensors["predictions.decoder.bias"] = tensors["predictions.bias"].copy()
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    tmp = new_directory(parent, ".tmp-")
     try:
         config = model.config.to_dict()
         config["architectures"] = [_hf_architecture(model)]
@@ -577,8 +594,8 @@ def save_pretrained(model, path, spm_model: str | None = None) -> None:
 
             write_tokenizer_files(spm_model, tmp)
         if os.path.isdir(path):
-            old = path.rstrip("/") + ".old"
-            shutil.rmtree(old, ignore_errors=True)
+            # A name of our own: "<path>.old" may be somebody's directory.
+            old = tmp + ".old"
             os.rename(path, old)
             os.rename(tmp, path)
             shutil.rmtree(old, ignore_errors=True)

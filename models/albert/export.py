@@ -19,7 +19,9 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
+
+from albert.convert import new_directory
+from albert.flags import FlagError
 
 logger = logging.getLogger("albert.export")
 
@@ -61,8 +63,99 @@ def float32_copy(model):
     return twin
 
 
-def export_saved_model(model, output_dir: str, task: str, spm_model: str | None = None) -> str:
-    """Write `model` as a SavedModel in `output_dir` (replaced if it exists) and return it.
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+# What marks a run or a checkpoint: our run record, tf.train's checkpoint index (and *.index
+# files, its variables), Hugging Face weights.
+RUN_MARKERS = ("run.json", "checkpoint", "model.safetensors", "pytorch_model.bin")
+
+
+def _is_saved_model(directory: str) -> bool:
+    return any(os.path.isfile(os.path.join(directory, n)) for n in SAVED_MODEL_FILES)
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _run_inside(directory: str) -> str | None:
+    """The first file under `directory` that belongs to a run or a checkpoint (SavedModels are
+    not looked into: their variables/ is a checkpoint of their own)."""
+    for root, dirs, files in os.walk(directory):
+        if root != directory and _is_saved_model(root):
+            dirs[:] = []
+            continue
+        for name in files:
+            if name in RUN_MARKERS or (name.endswith(".index") and not _is_saved_model(root)):
+                return os.path.join(root, name)
+    return None
+
+
+def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite: bool = False,
+                     protect=(), overwrite_flag: str | None = "--overwrite") -> str | None:
+    """Refuse, before any work, a SavedModel destination whose replacement would destroy data.
+
+    Exporting replaces the directory whole, so a path such as TF Serving's base path (instead
+    of a version directory) or a checkpoint directory would lose everything in it. Allowed: a
+    new or empty directory, or an existing SavedModel (a new version of it). A non-empty
+    directory that holds no SavedModel needs `overwrite`; a directory that is, or lies above,
+    one of `protect` (the checkpoint being exported, the run's own directories) or that holds
+    a run or a checkpoint anywhere inside is always refused. Returns the absolute path (None
+    for None).
+    """
+    if not path:
+        return None
+    target = os.path.abspath(os.fspath(path))
+    existing = target
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == target else f"lies under the file {existing}"
+        raise FlagError(f"{flag} {path} {where}: give a directory for the SavedModel (e.g. "
+                        "serving/1, a TF Serving version directory)")
+    real = os.path.realpath(target)
+    for other in protect:
+        if other and _within(os.path.realpath(os.fspath(other)), real):
+            raise FlagError(f"{flag} {path} would replace {other}, which this command reads or "
+                            f"writes; give a directory of its own (e.g. {_hint(path)})")
+    if not os.path.isdir(target) or not os.listdir(target) or _is_saved_model(target):
+        return target
+    found = _run_inside(target)
+    if found:
+        raise FlagError(f"{flag} {path} holds a run or a checkpoint ({found}); exporting there "
+                        f"would delete it: give a directory of its own (e.g. {_hint(path)})")
+    if overwrite:
+        return target
+    entries = sorted(os.listdir(target))
+    versions = [e for e in entries if e.isdigit() and _is_saved_model(os.path.join(target, e))]
+    shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+    why = (f"it is a TF Serving base path (versions {', '.join(versions)}): give a version "
+           f"directory such as {os.path.join(path, str(max(map(int, versions)) + 1))}"
+           if versions else f"it holds {shown} and no SavedModel")
+    way = (f", or pass {overwrite_flag} to replace it" if overwrite_flag
+           else ", or empty it first")
+    raise FlagError(f"{flag} {path} is not empty: {why}{way}")
+
+
+def check_export_dir(args) -> None:
+    """run_squad --export_dir, checked before any training: check_output_dir, protecting every
+    path the run reads or writes (the export comes at the end, when a refusal would waste the
+    run and a replacement could take its checkpoints with it)."""
+    names = ("checkpoint_dir", "checkpoint_path", "output_dir", "log_dir", "cache_dir",
+             "train_file", "predict_file", "spm_model")
+    check_output_dir(getattr(args, "export_dir", None), "--export_dir", overwrite_flag=None,
+                     protect=[getattr(args, name, None) for name in names])
+
+
+def _hint(path: str) -> str:
+    import shlex
+
+    return shlex.quote(os.path.join(os.path.dirname(os.path.abspath(path)), "serving", "1"))
+
+
+def export_saved_model(model, output_dir: str, task: str, spm_model: str | None = None, *,
+                       overwrite: bool = False, protect=()) -> str:
+    """Write `model` as a SavedModel in `output_dir` and return it. An existing SavedModel there
+    is replaced; anything else only as check_output_dir allows (`overwrite`, `protect`).
 
     Signature `serving_default`: int32 input_ids, attention_mask, token_type_ids [batch, seq] ->
     the TASKS[task] outputs, float32, computed in float32 (see float32_copy). spm_model (a
@@ -82,8 +175,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         from albert.tokenization import load_spm
 
         load_spm(spm_model)  # a clear error now rather than a useless export
+    output_dir = check_output_dir(output_dir, overwrite=overwrite, protect=protect)
     model = float32_copy(model)
-    output_dir = os.path.abspath(os.fspath(output_dir))
     parent = os.path.dirname(output_dir)
     os.makedirs(parent, exist_ok=True)
 
@@ -95,8 +188,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
                      "token_type_ids": token_type_ids}, training=False)
         return {name: tf.cast(out[name], tf.float32) for name in outputs}
 
-    staging = tempfile.mkdtemp(prefix=".assets-", dir=parent)
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    staging = new_directory(parent, ".assets-")
+    tmp = new_directory(parent, ".tmp-")
     try:
         # Assets are copied into the SavedModel under their base names, hence the staging copy.
         model.config.to_json_file(os.path.join(staging, "config.json"))
@@ -112,8 +205,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         module.serve = serve
         tf.saved_model.save(module, tmp, signatures={"serving_default": serve})
         if os.path.isdir(output_dir):
-            old = output_dir + ".old"
-            shutil.rmtree(old, ignore_errors=True)
+            # A name of our own: "<output_dir>.old" may be somebody's directory.
+            old = tmp + ".old"
             os.rename(output_dir, old)
             os.rename(tmp, output_dir)
             shutil.rmtree(old, ignore_errors=True)
@@ -136,23 +229,45 @@ def parse_args(argv=None):
                    help="where the SavedModel goes, e.g. serving/1 (TF Serving's version dir)")
     p.add_argument("--spm_model", default=None,
                    help="SentencePiece vocabulary (default: the one beside the checkpoint)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a non-empty --output_dir that holds no SavedModel (never one "
+                        "that holds a run, a checkpoint or the model being exported)")
     return p.parse_args(argv)
 
 
-def run(args) -> int:
-    from albert.convert import CheckpointError, load_model, vocabulary_file
-
+def prepare(args) -> str:
+    """The checks that need no TensorFlow, before it is imported: what --checkpoint_path stands
+    for (a prefix, runs/x/ckpt-7, for its directory, where config.json and the run live)."""
     path = args.checkpoint_path
     if not os.path.exists(path) and not os.path.exists(path + ".index"):
-        raise CheckpointError(f"--checkpoint_path {path} does not exist")
+        raise FlagError(f"--checkpoint_path {path} does not exist")
+    source = path if os.path.exists(path) else os.path.dirname(os.path.abspath(path))
+    check_output_dir(args.output_dir, overwrite=args.overwrite, protect=[source])
+    return source
+
+
+def run(args, source: str | None = None) -> int:
+    from albert.convert import CheckpointError, load_model, vocabulary_file
+    from albert.tokenization import load_spm
+
+    path = args.checkpoint_path
+    if source is None:
+        source = prepare(args)
     spm_model = args.spm_model or vocabulary_file(path)
     if not spm_model:
         raise CheckpointError(f"no vocabulary beside {path} (spiece.model or 30k-clean.model); "
                               "pass --spm_model")
     if not os.path.isfile(spm_model):
         raise FileNotFoundError(f"--spm_model {spm_model} does not exist")
+    pieces = load_spm(spm_model).GetPieceSize()
     model = load_model(model_class(args.task), path)
-    out = export_saved_model(model, args.output_dir, args.task, spm_model=spm_model)
+    if pieces != model.config.vocab_size:
+        # A server would take this vocabulary's ids as the model's: valid ids, wrong tokens.
+        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
+                        f"vocab_size is {model.config.vocab_size}: pass the --spm_model it was "
+                        "trained with")
+    out = export_saved_model(model, args.output_dir, args.task, spm_model=spm_model,
+                             overwrite=args.overwrite, protect=[source])
     print(f"exported {args.task} SavedModel to {out} (signature serving_default: "
           f"{', '.join(TASKS[args.task][2])})", flush=True)
     return 0
@@ -162,10 +277,16 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = parse_args(argv)
+    try:
+        source = prepare(args)
+    except FlagError as e:
+        # Answered before user_errors(), whose imports pull in TensorFlow: a typo costs no wait.
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
     from albert.flags import user_errors
 
     with user_errors():
-        return run(args)
+        return run(args, source)
 
 
 if __name__ == "__main__":

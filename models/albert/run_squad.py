@@ -112,6 +112,7 @@ def run(args) -> int:
 
     from albert import distributed
     from albert.data import squad
+    from albert.export import check_export_dir
     from albert.modeling import AlbertForQuestionAnswering
     from albert.precision import set_precision
     from albert.run_logging import MetricsLogger
@@ -122,6 +123,7 @@ def run(args) -> int:
                                     total_steps=args.total_steps):
             print(line, flush=True)
         return 0
+    check_export_dir(args)
     for name in ("train_file", "predict_file"):
         path = getattr(args, name)
         if path and not os.path.isfile(path):
