@@ -159,7 +159,8 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     for value in ("0", "inf", "nan"):
         bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", value],
                              capture_output=True, text=True, timeout=120)
-        assert bad.returncode == 2 and "--memory_gb must be sizes in GB above 0" in bad.stderr
+        assert bad.returncode == 2 and f"error: --memory_gb {value}: a size in GB must be" \
+            in bad.stderr
     # A length the model has no positions for is said so, and the search bound is "at least".
     proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "tiny",
                            "--seq_lengths", "128", "1024", "--precisions", "fp32", "--memory_gb",
@@ -192,3 +193,26 @@ def test_batch_plan_is_exact_or_refused():
                        ("--gradient_accumulation_steps", (1, None, None, 0, 8))):
         with pytest.raises(PlanError, match=f"{flag} must be at least 1"):
             resolve_batch_plan(*args)
+
+
+def test_item15_plan_gives_one_message_per_bad_value():
+    """Issue 24 item 15: one combined message blamed every flag for one bad value, and
+    --memory_gb 1000000 was refused as not "above 0"."""
+    import subprocess
+    import sys
+
+    bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", "16", "0", "inf",
+                          "--seq_lengths", "128", "1", "--ranks", "0"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.splitlines() == [
+        "error: --memory_gb 0: a size in GB must be above 0",
+        "error: --memory_gb inf: a size in GB must be a finite number",
+        "error: --seq_lengths 1: a sequence length must be at least 2",
+        "error: --ranks 0: must be at least 1",
+    ]
+    huge = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "tiny",
+                           "--seq_lengths", "128", "--precisions", "fp32", "--memory_gb",
+                           "1000000"], capture_output=True, text=True, timeout=120)
+    assert huge.returncode == 0, huge.stderr
+    assert huge.stdout.splitlines()[-1] == "| tiny | 128 | fp32 | >= 65536 / >= 65536 |"

@@ -335,8 +335,25 @@ def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
     return rows
 
 
+def _bad_values(args) -> list[str]:
+    """One message per value `python -m albert.plan` cannot plan for, each naming it."""
+    problems = []
+    for gb in args.memory_gb:
+        # Any finite size plans (a cell past the search bound reads ">= 65536").
+        if not math.isfinite(gb):
+            problems.append(f"--memory_gb {gb:g}: a size in GB must be a finite number")
+        elif gb <= 0:
+            problems.append(f"--memory_gb {gb:g}: a size in GB must be above 0")
+    problems += [f"--seq_lengths {n}: a sequence length must be at least 2"
+                 for n in args.seq_lengths if n < 2]
+    problems += [f"--{name} {getattr(args, name)}: must be at least 1"
+                 for name in ("ranks", "accumulation") if getattr(args, name) < 1]
+    return problems
+
+
 def main(argv=None) -> int:
     import argparse
+    import sys
 
     from albert.config import PRESETS
 
@@ -352,10 +369,11 @@ def main(argv=None) -> int:
     p.add_argument("--ranks", type=int, default=8)
     p.add_argument("--accumulation", type=int, default=2)
     args = p.parse_args(argv)
-    if not all(0 < gb < 1e6 for gb in args.memory_gb) or min(args.seq_lengths) < 2 \
-            or args.ranks < 1 or args.accumulation < 1:
-        p.error("--memory_gb must be sizes in GB above 0, --seq_lengths at least 2, --ranks and "
-                "--accumulation at least 1")
+    problems = _bad_values(args)
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_gb]
     print("\n".join(fits_table(args.model_sizes, args.seq_lengths, args.precisions, gbs,
                                ranks=args.ranks, accumulation=args.accumulation)))
