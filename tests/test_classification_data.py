@@ -1,5 +1,6 @@
 """Classification files -> examples -> features -> padded batches, and the bundled sample task."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -218,12 +219,25 @@ def test_regression_labels_are_float(tokenizer, tmp_path):
 
 def test_cache_key_follows_file_vocabulary_and_settings(sample_vocab, tmp_path):
     path = write(tmp_path / "t.tsv", "sentence\tlabel\na\t1\n")
-    settings = data.FeatureSettings(128, "classification", ("0", "1"), Columns("sentence"))
+    settings = data.FeatureSettings(128, "classification", ("0", "1"), Columns("sentence"),
+                                    labelled=True)
     key = data.cache_key(path, settings, sample_vocab, True)
     assert key == data.cache_key(path, settings, sample_vocab, True)
     assert key != data.cache_key(path, settings, sample_vocab, False)
-    other = data.FeatureSettings(128, "classification", ("1", "0"), Columns("sentence"))
+    other = data.FeatureSettings(128, "classification", ("1", "0"), Columns("sentence"),
+                                 labelled=True)
     assert key != data.cache_key(path, other, sample_vocab, True)  # label ids differ
+    # Read without labels (to predict), the same file's features carry label -1.
+    unlabelled = dataclasses.replace(settings, labelled=False)
+    assert key != data.cache_key(path, unlabelled, sample_vocab, True)
+    for columns in (Columns("sentence", None, "y"), Columns(0, None, 1, header=False)):
+        moved = dataclasses.replace(settings, columns=columns)
+        assert key != data.cache_key(path, moved, sample_vocab, True)
+    # A vocabulary directory is keyed by its spiece.model, as load_tokenizer reads it.
+    vocab_dir = tmp_path / "vocab"
+    vocab_dir.mkdir()
+    (vocab_dir / "spiece.model").write_bytes(open(sample_vocab, "rb").read())
+    assert key == data.cache_key(path, settings, str(vocab_dir), True)
     write(tmp_path / "t.tsv", "sentence\tlabel\nb\t1\n")
     assert key != data.cache_key(path, settings, sample_vocab, True)
 

@@ -143,6 +143,30 @@ def test_padding_to_the_batch_longest_changes_no_prediction(finetuned, topic_tas
             == (out / "out" / "eval_predictions.tsv").read_text())
 
 
+def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_task, tmp_path):
+    """Predicting dev.tsv caches its features without labels; scoring dev.tsv afterwards with
+    the same --cache_dir must read the labels, not reuse those (it scored accuracy 0.0 against
+    label -1), and so match the training run's fresh-cache scores."""
+    out, _, _ = finetuned
+    topic_dir, _ = topic_task
+    common = ["--load_from", "checkpoint", "--checkpoint_path", str(out / "ckpt"),
+              "--max_seq_length", "64", "--cache_dir", str(tmp_path / "cache"), "--log_dir",
+              str(tmp_path / "logs"), "--no_progress", "--xla", "off"]
+    run_classifier(common + ["--predict_file", str(topic_dir / "dev.tsv"), "--output_dir",
+                             str(tmp_path / "predicted")])
+    run_classifier(common + ["--eval_file", str(topic_dir / "dev.tsv"), "--output_dir",
+                             str(tmp_path / "scored")])
+    scored = json.loads((tmp_path / "scored" / "eval_results.json").read_text())
+    fresh = json.loads((out / "out" / "eval_results.json").read_text())
+    assert scored["accuracy"] == fresh["accuracy"] > 0.3
+    gold = [r["label"] for r in read_tsv(topic_dir / "dev.tsv")]
+    assert [r["label"] for r in read_tsv(tmp_path / "scored" / "eval_predictions.tsv")] == gold
+    # ... and the predictions of both runs agree.
+    predicted = read_tsv(tmp_path / "predicted" / "predictions.tsv")
+    assert ([r["prediction"] for r in predicted]
+            == [r["prediction"] for r in read_tsv(tmp_path / "scored" / "eval_predictions.tsv")])
+
+
 def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(finetuned, tmp_path):
     out, argv, _ = finetuned
     argv = [a if a != str(out / "out") else str(tmp_path / "out") for a in argv]

@@ -332,7 +332,8 @@ def _features(path, examples, values, columns, spec, tokenizer, spm_model, train
 
     from albert.data import classification as data
 
-    settings = data.FeatureSettings(args.max_seq_length, spec.task, spec.labels, columns)
+    settings = data.FeatureSettings(args.max_seq_length, spec.task, spec.labels, columns,
+                                    labelled=values is not None)
     key = data.cache_key(path, settings, spm_model, training)
     name = f"{os.path.basename(path)}.{key}" + (f".seed{args.seed}" if training else "")
     prefix = os.path.join(args.cache_dir, name)

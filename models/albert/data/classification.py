@@ -27,7 +27,7 @@ import os
 
 logger = logging.getLogger(__name__)
 
-CACHE_VERSION = "1"  # bump when the feature layout changes
+CACHE_VERSION = "2"  # bump when the feature layout or its key changes
 TASKS = ("classification", "regression")
 
 
@@ -295,6 +295,9 @@ class FeatureSettings:
     task: str
     labels: tuple[str, ...] | None
     columns: Columns
+    # An unlabelled read of a labelled file (a dev set predicted) caches label -1 for every row;
+    # without this in the key, scoring that file later would reuse those features.
+    labelled: bool
     version: str = CACHE_VERSION
 
     def __post_init__(self):
@@ -354,10 +357,28 @@ def featurize(examples: list[Example], labels: list | None, tokenizer,
 
 
 def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bool) -> str:
-    """Of the file's and the vocabulary's bytes and the settings (as SQuAD's feature cache)."""
-    from albert.data.squad import cache_key as squad_cache_key
+    """Of the file's and the vocabulary's bytes, the settings (columns, task, labels, whether
+    labels were read), `training` and the tokenizer library's version."""
+    import hashlib
+    from importlib import metadata
 
-    return squad_cache_key(path, settings, spm_model, training)
+    if os.path.isdir(spm_model):
+        spm_model = os.path.join(spm_model, "spiece.model")
+    h = hashlib.sha256()
+    for file in (path, spm_model):
+        part = hashlib.sha256()
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                part.update(block)
+        h.update(part.digest())
+    try:
+        # Features are transformers' tokenization of the vocabulary: a new release may split
+        # text differently.
+        tokenizer_version = metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        tokenizer_version = None
+    h.update(json.dumps([dataclasses.asdict(settings), training, tokenizer_version]).encode())
+    return h.hexdigest()[:16]
 
 
 def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
