@@ -123,16 +123,50 @@ def parse_args(argv=None):
     p.add_argument("--output", default="benchmark.json")
     p.add_argument("--no_step", action="store_true", help="skip the training-step benchmark")
     args = p.parse_args(argv)
+    problem = _bad_value(args)
+    if problem:
+        # One line, as the runners answer a bad flag (argparse's error adds the usage).
+        print(f"error: {problem}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    return args
+
+
+def _bad_value(args) -> str | None:
+    """The first flag value the benchmark cannot run with, named, or None. Checked before
+    TensorFlow is imported: a 0 reached a division by --steps, range(--repeats) left no time
+    to report, and a sequence too short for its predictions failed deep in numpy."""
+    from albert.config import PRESETS
+
+    minimums = {"steps": 1, "repeats": 1, "warmup": 0, "per_gpu_batch_size": 1,
+                "gradient_accumulation_steps": 1, "max_predictions_per_seq": 1, "horovod": 0,
+                "restart_cost": 0}
+    for name, minimum in minimums.items():
+        if getattr(args, name) < minimum:
+            return f"--{name} must be at least {minimum}, got {getattr(args, name)}"
+    if args.model_size not in PRESETS:
+        return f"--model_size {args.model_size!r} is unknown; expected one of {sorted(PRESETS)}"
+    if args.vocab_size < 6:  # synthetic ids are drawn above the 5 special ones
+        return f"--vocab_size must be at least 6, got {args.vocab_size}"
+    positions = PRESETS[args.model_size].get("max_position_embeddings", 512)
+    if not 3 <= args.max_seq_length <= positions:
+        return (f"--max_seq_length must be within [3, {positions}] (the {args.model_size} "
+                f"model's positions), got {args.max_seq_length}")
+    # Masked positions are drawn without [CLS] and the final [SEP].
+    room = args.max_seq_length - 2
+    if args.max_predictions_per_seq > room:
+        return (f"--max_seq_length {args.max_seq_length} leaves {room} positions to mask, fewer "
+                f"than --max_predictions_per_seq {args.max_predictions_per_seq}: give "
+                f"--max_predictions_per_seq {room} or less, or a longer --max_seq_length")
     if args.memory_budget_gb is not None and not 0 < args.memory_budget_gb < 1e6:
-        p.error(f"--memory_budget_gb must be a size in GB above 0, got {args.memory_budget_gb}")
+        return f"--memory_budget_gb must be a size in GB above 0, got {args.memory_budget_gb}"
     if args.memory_budget_gb is not None and not args.memory:
-        p.error("--memory_budget_gb needs --memory")
+        return "--memory_budget_gb needs --memory"
     if args.auto_global_batch is not None:
         if not args.memory:
-            p.error("--auto_global_batch needs --memory")
+            return "--auto_global_batch needs --memory"
         if args.auto_global_batch < 1:
-            p.error(f"--auto_global_batch must be at least 1, got {args.auto_global_batch}")
-    return args
+            return f"--auto_global_batch must be at least 1, got {args.auto_global_batch}"
+    return None
 
 
 def flops_per_sequence(config, seq: int, preds: int) -> float:

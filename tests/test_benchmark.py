@@ -132,3 +132,25 @@ def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
     micro, accum = result["auto_micro_batch"], result["auto_accumulation"]
     assert micro * accum == 4096 and micro <= largest["layers"]
     assert "fits 90% of 16.00 GB" in result["auto_reason"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--steps", "0"], "--steps must be at least 1, got 0"),
+    (["--repeats", "0"], "--repeats must be at least 1, got 0"),
+    (["--per_gpu_batch_size", "0"], "--per_gpu_batch_size must be at least 1, got 0"),
+    (["--max_seq_length", "16"], "--max_seq_length 16 leaves 14 positions to mask, fewer than "
+                                 "--max_predictions_per_seq 20: give --max_predictions_per_seq "
+                                 "14 or less, or a longer --max_seq_length"),
+    (["--max_seq_length", "1024"], "--max_seq_length must be within [3, 512]"),
+    (["--model_size", "huge"], "--model_size 'huge' is unknown"),
+])
+def test_item11_benchmark_bad_values_are_one_line_errors(flags, message, tmp_path):
+    """Issue 24 item 11: these were a ZeroDivisionError, a statistics error on no timings and
+    a numpy traceback, after TensorFlow had started."""
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"),
+                           *flags, "--output", str(tmp_path / "bench.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), proc.stderr
+    assert not (tmp_path / "bench.json").exists()
