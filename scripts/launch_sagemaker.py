@@ -163,13 +163,14 @@ def _entry_module(entry: str):
     return importlib.import_module(f"albert.{entry}")
 
 
-def check_trainer_flags(entry: str, hp: dict[str, str]) -> None:
+def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozenset()) -> None:
     """Parse the hyperparameters as the container will (sagemaker_entry.normalize, then the
     entry point's parse_args) and turn any parser error into a LaunchError; an unknown flag
-    gets the nearest launcher or trainer flag as a suggestion."""
+    gets the nearest launcher or trainer flag as a suggestion. `bare`: the keys given without
+    a value, which only a boolean flag of the entry point may be."""
     try:
         module = _entry_module(entry)
-        normalize = _entry_module("sagemaker_entry").normalize
+        sagemaker_entry = _entry_module("sagemaker_entry")
     except ImportError as e:
         # Without the trainer's parser, still refuse what looks like a launcher flag.
         near = {f"--{key}": difflib.get_close_matches(f"--{key}", launcher_flags(), n=1,
@@ -182,7 +183,14 @@ def check_trainer_flags(entry: str, hp: dict[str, str]) -> None:
         print(f"warning: cannot load albert.{entry} to check the training flags ({e}); "
               "passing them unchecked", file=sys.stderr)
         return
-    argv = normalize([item for key, value in hp.items() for item in (f"--{key}", value)])
+    booleans = sagemaker_entry.boolean_flags(module)
+    parser = sagemaker_entry.entry_parser(module)
+    for key in sorted(bare):
+        if parser is not None and f"--{key}" in _needs_value(parser):
+            raise LaunchError(f"--{key} needs a value ({entry} takes --{key} VALUE); nothing "
+                              "submitted")
+    argv = sagemaker_entry.normalize(
+        [item for key, value in hp.items() for item in (f"--{key}", value)], booleans)
 
     def fail(parser, message):
         prefix = "unrecognized arguments: "
@@ -208,6 +216,12 @@ def check_trainer_flags(entry: str, hp: dict[str, str]) -> None:
             check(args)
         except ValueError as e:
             raise LaunchError(f"{entry} would refuse these flags: {e}") from None
+
+
+def _needs_value(parser) -> set[str]:
+    """The option strings of `parser` that cannot stand without a value."""
+    return {option for action in parser._actions if action.nargs not in (0, "?", "*")
+            for option in action.option_strings}
 
 
 def _check_values(args) -> None:
@@ -236,9 +250,11 @@ def _entry_point(value: str) -> str:
     return name
 
 
-def hyperparameters(passthrough: list[str], use_checkpoint_dir: bool) -> dict[str, str]:
+def hyperparameters(passthrough: list[str], use_checkpoint_dir: bool,
+                    bare: set[str] | None = None) -> dict[str, str]:
     """Unknown flags -> SageMaker hyperparameters (strings). A flag without a value becomes
-    "True", which the container's entry script turns back into a bare flag."""
+    "True", which the container's entry script turns back into a bare flag (for the entry
+    point's boolean flags only; their keys are added to `bare`)."""
     hp: dict[str, str] = {}
     i = 0
     while i < len(passthrough):
@@ -254,6 +270,8 @@ def hyperparameters(passthrough: list[str], use_checkpoint_dir: bool) -> dict[st
                 values.append(passthrough[i + 1])
                 i += 1
             value = " ".join(values) if values else "True"
+            if not values and bare is not None:
+                bare.add(key)
         hp[key] = value
         i += 1
     if "filesystem_prefix" in hp:
@@ -283,8 +301,9 @@ def build_request(args, passthrough, name: str, submit_dir: str | None = None) -
                           "--processes_per_host")
     if args.max_wait is not None and not args.use_spot:
         raise LaunchError("--max_wait only applies with --use_spot")
-    hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri))
-    check_trainer_flags(entry, hp)
+    bare: set[str] = set()
+    hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri), bare=bare)
+    check_trainer_flags(entry, hp, bare)
     hp.update({
         "sagemaker_program": f"{entry}.py",
         "sagemaker_submit_directory": submit_dir or IMAGE_CODE_DIR,

@@ -167,8 +167,47 @@ def test_spot_needs_checkpoint_uri():
 
 def test_container_entry_restores_flags():
     assert normalize(["--skip_xla", "True", "--total_steps", "10", "--eager", "False",
-                      "--config_override", "a=1 b=2"]) == [
+                      "--config_override", "a=1 b=2"], {"--skip_xla", "--eager"}) == [
         "--skip_xla", "--total_steps", "10", "--config_override", "a=1", "b=2"]
+
+
+@pytest.mark.parametrize("entry", ["run_pretraining", "run_squad"])
+def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
+    """Issue 24 item 14: `--val_dir false` passed the launcher and the container dropped it
+    (no validation). The launcher's request, then the container's entry script as the SageMaker
+    toolkit calls it (`--name value` per hyperparameter), reach the trainer's parser as: a
+    boolean flag's "true" the flag, its "false" nothing, any other flag's "false" its value."""
+    import importlib
+
+    from albert.sagemaker_entry import boolean_flags
+
+    data = ["--train_dir", "t", "--val_dir", "false"] if entry == "run_pretraining" else [
+        "--train_file", "false", "--predict_file", "true"]
+    proc = subprocess.run(
+        [sys.executable, LAUNCHER, "--entry_point", entry, "--dry_run", *data, "--total_steps",
+         "10", "--skip_xla", "false", "--no_progress", "true", "--eager"],
+        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    hp = json.loads(proc.stdout)["HyperParameters"]
+    toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
+                    for item in (f"--{key}", value)]
+    module = importlib.import_module(f"albert.{entry}")
+    args = module.parse_args(normalize(toolkit_argv, boolean_flags(module)))
+    if entry == "run_pretraining":
+        assert hp["val_dir"] == "false" and args.val_dir == "false"
+    else:
+        assert (args.train_file, args.predict_file) == ("false", "true")
+    assert (args.skip_xla, args.no_progress, args.eager) == (False, True, True)
+    assert "--skip_xla" in boolean_flags(module) and "--val_dir" not in boolean_flags(module)
+
+    # A flag that takes a value, given none, is refused (it would arrive as the value "True").
+    bare = subprocess.run([sys.executable, LAUNCHER, "--entry_point", entry, "--dry_run",
+                           *data, "--total_steps", "10", "--warmup_steps"],
+                          capture_output=True, text=True, env={**os.environ, **ENV},
+                          timeout=120)
+    assert bare.returncode == 2 and bare.stdout == ""
+    assert bare.stderr == (f"error: --warmup_steps needs a value ({entry} takes --warmup_steps "
+                           "VALUE); nothing submitted\n")
 
 
 def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_path):
