@@ -109,11 +109,48 @@ def test_files_to_predict_need_no_label(tmp_path):
     ("t.jsonl", '{"sentence": "a", "label": 1}\n', Columns(0, None, 1),
      "--text_a must be a key, not the position 0"),
     ("t.txt", "a\n", Columns("sentence"), "cannot tell its format from the name"),
+    # A header read with --no_header (issue 24 item 5), and a header naming a column twice.
+    ("t.tsv", "gold_label\tsentence\nneutral\ta\nentailment\tb\n", Columns(1, None, 0, False),
+     r"t.tsv line 1 looks like a header.*label 'gold_label' appears only there and is a column "
+     r"name\. Drop --no_header and name the columns \(--text_a sentence --label gold_label\)"),
+    ("t.csv", "src,score,text\nx,0.5,a\ny,1.5,b\n", Columns(2, None, 1, False),
+     r"t.csv line 1 looks like a header.*'score'"),
+    ("t.tsv", "s\tmark\na\t1\nb\t0\n", Columns(0, None, 1, False),
+     r"line 1 looks like a header.*'mark' .* the one label that is not a number.*"
+     r"\(--text_a s --label mark\)"),
+    ("t.tsv", "sentence\tlabel\tlabel\na\t1\t0\n", Columns("sentence"),
+     r"t.tsv: its header names column 'label' twice \(positions 1 and 2"),
+    ("t.csv", "text,y,text\na,1,b\n", Columns("text", None, "y"),
+     "t.csv: its header names column 'text' twice"),
+    ("t.jsonl", '{"sentence": "a", "label": 1, "label": 0}\n', Columns("sentence"),
+     "t.jsonl line 1: key 'label' appears twice"),
+    # Quotes are text in a TSV, so a quoted line break splits a row: say so.
+    ("t.tsv", 'sentence\tlabel\n"over\ntwo lines"\t1\n', Columns("sentence"),
+     r"line 2: 1 fields where the header has 2 \(a line break inside a quoted text\?"),
+    ("t.tsv", '"over\ntwo lines"\t1\nok\t0\n', Columns(0, None, 1, False),
+     r"line 1: --label 1 is past the row's 1 columns \(numbered from 0\) \(a line break inside "
+     r"a quoted text\?"),
+    ("t.tsv", "sentence\tlabel\na\t1\tb\n", Columns("sentence"), r"\(a tab inside a text\?\)"),
+    ("t.tsv", "sentence\tlabel\na\n", Columns("sentence"),
+     r"\(a missing field, or a line break inside a text\?\)"),
 ])
 def test_bad_files_are_named_with_their_line(name, text, columns, message, tmp_path):
     path = write(tmp_path / name, text)
     with pytest.raises(ClassificationDataError, match=message):
         read_examples(path, columns)
+
+
+@pytest.mark.parametrize("text, columns, labelled", [
+    ("pos\tfirst\nneg\tsecond\nneg\tthird\n", Columns(1, None, 0, False), True),  # not a name
+    ("2\tfirst\n0\tsecond\n1\tthird\n", Columns(1, None, 0, False), True),  # a number once
+    ("label\tfirst\nlabel\tsecond\nx\tthird\n", Columns(1, None, 0, False), True),  # twice
+    ("label\tsentence\n", Columns(1, None, 0, False), False),  # to predict: no label read
+    ("sentence\tlabel\t\t\na\t1\t\t\n", Columns("sentence"), True),  # blank names repeat
+])
+def test_first_rows_that_are_examples_are_kept(text, columns, labelled, tmp_path):
+    path = write(tmp_path / "t.tsv", text)
+    examples = read_examples(path, columns, labelled)
+    assert examples[0].line == (1 if not columns.header else 2)
 
 
 def test_bad_encoding_and_missing_file(tmp_path):

@@ -297,6 +297,12 @@ def test_jsonl_pairs_and_regression_without_a_preset(sample_vocab, tmp_path):
      "gives 2 examples: too few for 1 rank(s) x --per_gpu_batch_size 8"),
 ])
 def test_clear_errors(files, argv, message, sample_vocab, tmp_path):
+    expect_error(files, argv, message, sample_vocab, tmp_path)
+
+
+def expect_error(files, argv, message, sample_vocab, tmp_path):
+    """run_classifier on `files` (train.tsv/dev.tsv: --train_file/--eval_file) fails with one
+    'error:' line holding `message`, exit 2, no traceback."""
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     flags = []
@@ -311,6 +317,40 @@ def test_clear_errors(files, argv, message, sample_vocab, tmp_path):
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+    return errors[0]
+
+
+# A file with a header read with --no_header: the header row would be a training example and its
+# label a class ("3 labels (0, 1, label)").
+@pytest.mark.parametrize("files, message", [
+    ({"train.tsv": "label\tsentence\n0\tfirst one\n1\tsecond one\n0\tthird one\n"},
+     "train.tsv line 1 looks like a header, but --no_header reads it as an example: its label "
+     "'label' appears only there and is a column name. Drop --no_header and name the columns "
+     "(--text_a sentence --label label)"),
+    ({"train.tsv": "0\tfirst one\n1\tsecond one\n",
+      "dev.tsv": "verdict\tsentence\n1\tthird one\n0\tfourth one\n"},
+     "dev.tsv line 1 looks like a header, but --no_header reads it as an example: its label "
+     "'verdict' appears only there and is the one label that is not a number. Drop "
+     "--no_header"),
+], ids=["column-name-label", "word-among-numbers"])
+def test_no_header_on_a_file_with_a_header_is_refused(files, message, sample_vocab, tmp_path):
+    expect_error(files, ["--no_header", "--text_a", "1", "--label", "0"], message, sample_vocab,
+                 tmp_path)
+    assert not any((tmp_path / d).exists() for d in ("c", "o", "k", "l"))  # nothing written
+
+
+def test_header_naming_a_column_twice_is_refused(sample_vocab, tmp_path):
+    expect_error({"train.tsv": "sentence\tlabel\tsentence\na\tx\tb\nc\ty\td\n"}, [],
+                 "train.tsv: its header names column 'sentence' twice (positions 0 and 2, from "
+                 "0); rename one", sample_vocab, tmp_path)
+
+
+def test_quoted_newline_in_a_tsv_is_named_as_such(sample_vocab, tmp_path):
+    error = expect_error({"train.tsv": 'sentence\tlabel\n"a text over\ntwo lines"\tx\nb\ty\n'},
+                         [], "train.tsv line 2: 1 fields where the header has 2 (a line break "
+                         "inside a quoted text? In a .tsv quotes are plain text", sample_vocab,
+                         tmp_path)
+    assert "save the file as .csv" in error and "a tab inside a text" not in error
 
 
 def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):

@@ -18,12 +18,14 @@ or to max_seq_length with padding="max".
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import json
 import logging
 import math
 import os
+import shlex
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +126,22 @@ def _rows(path: str, kind: str):
             raise ClassificationDataError(f"{path} line {reader.line_num}: {e}") from None
 
 
+def _tsv_hint(fields: list[str], width: int | None) -> str:
+    """What most likely broke a TSV row that has the wrong number of fields (width: how many it
+    should have; None: not known, and only a quoted line break is suggested)."""
+    if sum(field.count('"') for field in fields) % 2:
+        # A text quoted across lines ("...\n...") is two rows here: in a .tsv quotes are
+        # plain text (GLUE's sentences hold unbalanced ones), so they cannot protect a newline.
+        return (" (a line break inside a quoted text? In a .tsv quotes are plain text and every "
+                "line is a row: remove the line break, or save the file as .csv, where a quoted "
+                "field may span lines)")
+    if width is None:
+        return ""
+    if len(fields) > width:
+        return " (a tab inside a text?)"
+    return " (a missing field, or a line break inside a text?)"
+
+
 def _column_index(path: str, header: list[str] | None, column, flag: str) -> int:
     if header is None:
         return column
@@ -132,6 +150,59 @@ def _column_index(path: str, header: list[str] | None, column, flag: str) -> int
             f"{path} has no column {column!r} ({flag}); its columns are: "
             + ", ".join(repr(h) for h in header))
     return header.index(column)
+
+
+def _check_header(path: str, header: list[str]) -> None:
+    """Refuse a header that names a column twice: which of the two a flag meant is a guess."""
+    seen = {}
+    for position, name in enumerate(header):
+        if name and name in seen:
+            raise ClassificationDataError(
+                f"{path}: its header names column {name!r} twice (positions {seen[name]} and "
+                f"{position}, from 0); rename one so that --text_a/--text_b/--label say which")
+        seen.setdefault(name, position)
+
+
+# Column names a header row commonly holds (GLUE's and the usual ones): a label with one of
+# these names, seen once, is the header row of a file read with --no_header.
+_COLUMN_NAMES = {name.lower() for task in GLUE_TASKS.values()
+                 for cols in (task.columns, task.predict_columns) if cols is not None
+                 for name in (cols.text_a, cols.text_b, cols.label) if isinstance(name, str)}
+_COLUMN_NAMES |= {"label", "labels", "class", "category", "target", "score", "text",
+                  "sentence", "index", "id"}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_not_a_header(path: str, examples: list[Example], fields: list[str], where: dict,
+                        line: int) -> None:
+    """With --no_header, the first row is an example. When it looks like a header instead (its
+    label appears only there and is a column name, or is the one word among numbers), training
+    would learn a label named after a column: refuse, saying how to read the header."""
+    if "--label" not in where:
+        return
+    first = examples[0].label
+    rest = [e.label for e in examples[1:]]
+    if first in rest:
+        return
+    if first.lower() in _COLUMN_NAMES:
+        why = "a column name"
+    elif rest and not _is_number(first) and all(_is_number(label) for label in rest):
+        why = "the one label that is not a number"
+    else:
+        return
+    names = " ".join(f"{flag} {shlex.quote(fields[index].strip())}"
+                     for flag, index in where.items())
+    raise ClassificationDataError(
+        f"{path} line {line} looks like a header, but --no_header reads it as an example: its "
+        f"label {first!r} appears only there and is {why}. Drop --no_header and name the "
+        f"columns ({names}), or remove that row")
 
 
 def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[Example]:
@@ -143,6 +214,7 @@ def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[
         if first is None:
             raise ClassificationDataError(f"{path} is empty (expected a header row, then rows)")
         header = [h.strip() for h in first[1]]
+        _check_header(path, header)
         width = len(header)
     wanted = [("--text_a", columns.text_a), ("--text_b", columns.text_b)]
     if labelled or (header is not None and columns.label in header):
@@ -150,24 +222,37 @@ def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[
     where = {flag: _column_index(path, header, col, flag) for flag, col in wanted
              if col is not None}
     examples = []
+    first_fields = None
     for number, fields in rows:
         if width is None:
+            first_fields = fields
             width = len(fields)
             for flag, index in where.items():
                 if index >= width:
                     raise ClassificationDataError(
                         f"{path} line {number}: {flag} {index} is past the row's {width} "
-                        "columns (numbered from 0)")
+                        "columns (numbered from 0)"
+                        + (_tsv_hint(fields, None) if kind == "tsv" else ""))
         if len(fields) != width:
             expected = "the header" if header is not None else "the first row"
             raise ClassificationDataError(
                 f"{path} line {number}: {len(fields)} fields where {expected} has {width}"
-                + (" (a tab inside a text?)" if kind == "tsv" else ""))
+                + (_tsv_hint(fields, width) if kind == "tsv" else ""))
         label = fields[where["--label"]].strip() if "--label" in where else None
         examples.append(Example(len(examples), number, fields[where["--text_a"]],
                                 fields[where["--text_b"]] if "--text_b" in where else None,
                                 label if labelled else None))
+    if header is None and labelled and examples:
+        _check_not_a_header(path, examples, first_fields, where, examples[0].line)
     return examples
+
+
+class _JsonObject(dict):
+    """A JSON object that remembers the keys it was given more than once."""
+
+    def __init__(self, pairs):
+        super().__init__(pairs)
+        self.repeated = [k for k, n in collections.Counter(k for k, _ in pairs).items() if n > 1]
 
 
 def _read_jsonl(path: str, columns: Columns, labelled: bool) -> list[Example]:
@@ -182,13 +267,17 @@ def _read_jsonl(path: str, columns: Columns, labelled: bool) -> list[Example]:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, object_pairs_hook=_JsonObject)
             except json.JSONDecodeError as e:
                 raise ClassificationDataError(f"{path} line {number}: not valid JSON "
                                               f"({e.msg})") from None
             if not isinstance(row, dict):
                 raise ClassificationDataError(f"{path} line {number}: expected a JSON object, "
                                               f"got {type(row).__name__}")
+            if row.repeated:
+                # json keeps the last of a repeated key: which one was meant is a guess.
+                raise ClassificationDataError(f"{path} line {number}: key {row.repeated[0]!r} "
+                                              "appears twice in the object; keep one")
             values = {}
             for flag, key in (("--text_a", columns.text_a), ("--text_b", columns.text_b),
                               ("--label", columns.label if labelled else None)):
