@@ -426,3 +426,85 @@ def test_launcher_aws_errors_are_one_line(no_aws, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: the AWS call failed (S3UploadFailedError): ")
     assert "NoSuchBucket" in err and len(err.splitlines()) == 1
+
+
+# -- issue 24 item 10: the container entrypoint's per-attempt SSH key ---------------------------
+
+ENTRYPOINT = os.path.join(REPO_ROOT, "docker", "entrypoint.sh")
+
+
+def start_host(tmp_path, host, shared, wait_s=60):
+    """docker/entrypoint.sh as SageMaker starts it on `host` of a two-host job (algo-1 leads),
+    with its paths redirected under tmp_path; `true` stands for the training command."""
+    home = tmp_path / host
+    home.mkdir(exist_ok=True)
+    (home / "resourceconfig.json").write_text(json.dumps(
+        {"current_host": host, "hosts": ["algo-2", "algo-1"]}))
+    env = {**os.environ, "ALBERT_SSH_DIR": str(home / "ssh"),
+           "ALBERT_SSH_HOST_KEY_DIR": str(home / "etc-ssh"),
+           "ALBERT_RESOURCE_CONFIG": str(home / "resourceconfig.json"),
+           "ALBERT_SSH_SHARED": str(shared), "ALBERT_SSH_WAIT_S": str(wait_s),
+           "ALBERT_SSH_POLL_S": "0.1"}
+    return subprocess.Popen(["bash", ENTRYPOINT, "true"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc):
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return err
+
+
+def leader_key(tmp_path):
+    return (tmp_path / "algo-1" / "ssh" / "id_ed25519.pub").read_text().strip()
+
+
+def authorized(tmp_path):
+    return (tmp_path / "algo-2" / "ssh" / "authorized_keys").read_text().splitlines()
+
+
+@pytest.mark.parametrize("first", ["leader", "worker"])
+def test_item10_entrypoint_worker_authorises_only_this_attempts_leader_key(first, tmp_path):
+    import time
+
+    shared = tmp_path / "fsx" / ".albert-ssh" / "job"
+    order = ["algo-1", "algo-2"] if first == "leader" else ["algo-2", "algo-1"]
+    procs = {}
+    for host in order:
+        procs[host] = start_host(tmp_path, host, shared)
+        time.sleep(1.0)
+    for proc in procs.values():
+        finish(proc)
+    first_key = leader_key(tmp_path)
+    assert authorized(tmp_path) == [first_key]
+    assert (tmp_path / "algo-1" / "etc-ssh" / "ssh_host_ed25519_key").is_file()
+    assert oct((tmp_path / "algo-2" / "ssh" / "authorized_keys").stat().st_mode & 0o777) == "0o600"
+
+    # A managed-spot restart: same job name, the previous attempt's files still on FSx (plus
+    # the single leader.pub that older images published), and the worker starts first. It must
+    # not take the stale key: it is still waiting when the new leader starts.
+    (shared / "leader.pub").write_text(first_key + "\n")
+    worker = start_host(tmp_path, "algo-2", shared)
+    time.sleep(2.0)
+    assert worker.poll() is None, worker.communicate()
+    assert authorized(tmp_path) == [first_key]  # unchanged while it waits
+    leader = start_host(tmp_path, "algo-1", shared)
+    finish(leader)
+    finish(worker)
+    second_key = leader_key(tmp_path)
+    assert second_key != first_key
+    assert authorized(tmp_path) == [second_key]  # the old attempt's key is gone
+    assert not (shared / "leader.pub").exists()
+
+
+def test_item10_entrypoint_worker_without_a_leader_gives_up(tmp_path):
+    shared = tmp_path / "fsx" / ".albert-ssh" / "job"
+    # A previous attempt's answer for algo-2, to a nonce of that attempt.
+    (shared / "keys").mkdir(parents=True)
+    (shared / "keys" / "algo-2").write_text("0123abcd ssh-ed25519 AAAA albert-leader-old\n")
+    proc = start_host(tmp_path, "algo-2", shared, wait_s=2)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert err.strip() == (f"error: no key from the leader (algo-1) for this attempt in {shared} "
+                           "after 2s")
+    assert not (tmp_path / "algo-2" / "ssh" / "authorized_keys").exists()
