@@ -149,3 +149,41 @@ def test_schedule_from_zero_is_googles_polynomial_decay():
     assert lr(4) == pytest.approx(0.5)  # warmup overrides
     with pytest.raises(ValueError, match="--lr_decay"):
         learning_rate_at(0, 1.0, 0, 10, decay="cosine")
+
+
+def test_from_scratch_fine_tune_learns_with_bias_correction_and_collapses_without(
+        sample_vocab, tmp_path):
+    # Issue 25: Google's uncorrected moments make the first updates ~3x larger; from scratch at a
+    # high learning rate the classifier collapses to the commonest class, as on real SST-2.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from albert.data.classification_sample import write_task
+
+    counts = write_task(str(tmp_path / "topic"), "topic", seed=0)
+    accuracy = {}
+    for form in ("on", "off"):
+        out = tmp_path / form
+        proc = subprocess.run(
+            [sys.executable, "-m", "albert.run_classifier",
+             "--train_file", str(tmp_path / "topic" / "train.tsv"),
+             "--eval_file", str(tmp_path / "topic" / "dev.tsv"), "--model_size", "tiny",
+             "--config_override", "num_hidden_layers=2", "--spm_model", sample_vocab,
+             "--max_seq_length", "64", "--per_gpu_batch_size", "16", "--learning_rate", "3e-3",
+             "--num_train_epochs", "5", "--log_frequency", "50", "--bias_correction", form,
+             "--output_dir", str(out / "out"), "--checkpoint_dir", str(out / "ckpt"),
+             "--log_dir", str(out / "logs"), "--cache_dir", str(tmp_path / "cache"),
+             "--no_progress", "--xla", "off"],
+            capture_output=True, text=True, timeout=900,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        accuracy[form] = json.loads((out / "out" / "eval_results.json").read_text())["accuracy"]
+        record = json.loads((out / "ckpt" / "run.json").read_text())
+        assert record["bias_correction"] is (form == "on")
+    majority = counts["dev_majority"]
+    print(f"dev accuracy: corrected {accuracy['on']:.3f}, uncorrected {accuracy['off']:.3f}, "
+          f"majority class {majority:.3f}")
+    assert accuracy["on"] > majority + 0.2
+    assert accuracy["off"] < majority + 0.05

@@ -260,6 +260,7 @@ def test_same_dir_different_start_is_refused_same_command_resumes(sample_records
     again = run_cli(first)
     assert "this run already finished: 2 of --total_steps 2 updates" in again.stdout
     assert "train step" not in again.stdout
+    assert json.loads((tmp_path / "ckpt" / "run.json").read_text())["finished"] is True
     # The same start with more steps: resumes from step 2.
     longer = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
     assert "resuming from" in longer.stderr and "train step 3 " in longer.stdout
@@ -533,3 +534,51 @@ def test_after_a_replay_the_next_restart_restores_its_input_position(sample_reco
     assert "input position of step 4 restored" in restored.stderr, restored.stderr[-3000:]
     assert "replaying" not in restored.stderr
     assert max_weight_diff(weights(out), weights(straight)) < 1e-5
+
+
+def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_is_not(
+        sample_records, sample_vocab, tmp_path):
+    # Issue 24 item 9: the second run's start-up would remove the first one's saves in flight.
+    ckpt = tmp_path / "ckpt"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from albert.checkpoints import "
+         "lock_run_directory; lock_run_directory(sys.argv[1]); print('held', flush=True); "
+         "time.sleep(300)", str(ckpt)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        in_flight = ckpt / "ckpt-9_temp"
+        in_flight.mkdir()
+        proc = run_cli(base_args(sample_records, sample_vocab, tmp_path,
+                                 **{"--total_steps": "1"}), check=False)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert (f"error: --checkpoint_dir {ckpt} is in use by another run (pid {holder.pid} on "
+                "host ") in proc.stderr
+        assert "Traceback" not in proc.stderr and in_flight.exists()
+    finally:
+        holder.kill()  # as a crash: the lock goes with the process
+        holder.wait()
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "2"}))
+    assert "train step 2 " in proc.stdout and not in_flight.exists()
+
+
+def test_directory_flags_naming_a_file_are_one_line_errors(sample_records, sample_vocab,
+                                                           tmp_path):
+    # Issue 24 item 11.
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    for flag in ("--checkpoint_dir", "--log_dir"):
+        proc = run_cli(base_args(sample_records, sample_vocab, tmp_path,
+                                 **{flag: str(a_file)}), check=False)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert f"error: {flag} {a_file} is a file; expected a directory" in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_first_update_compiles_outside_the_logged_speed(sample_records, sample_vocab, tmp_path):
+    # Issue 24 item 15: the first seq/s (a SageMaker metric) no longer includes compile time.
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
+    assert "first update (tracing and compiling the step):" in proc.stderr
+    rows = read_jsonl(tmp_path / "logs" / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert "seq_per_sec" not in rows[0]
+    assert all(r["seq_per_sec"] > 0 for r in rows[1:])

@@ -75,6 +75,45 @@ def describe_start(started_from: dict) -> str:
     return where
 
 
+LOCK_FILE = ".lock"
+_held_locks: dict[str, int] = {}  # realpath -> fd: this process's run-directory locks
+
+
+def lock_run_directory(directory: str) -> None:
+    """Hold an exclusive lock on a run directory for the rest of this process, so a second run
+    on it (whose start-up would remove the first one's saves in flight) is refused.
+
+    flock is released by the kernel when the holder exits, however it exits: a lock left by a
+    crash is never stale. The file records the holder's pid and host for the message. A
+    filesystem without flock (some network mounts) gets a warning and no lock.
+    """
+    import fcntl
+    import socket
+
+    os.makedirs(directory, exist_ok=True)
+    key = os.path.realpath(directory)
+    if key in _held_locks:
+        return
+    path = os.path.join(directory, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip() or "another process"
+        os.close(fd)
+        raise CheckpointError(f"--checkpoint_dir {directory} is in use by another run ({holder}); "
+                              "wait for it to end, or use another --checkpoint_dir") from None
+    except OSError as e:
+        os.close(fd)
+        logger.warning("cannot lock %s (%s): nothing stops a second run on this directory",
+                       directory, e.strerror)
+        return
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on host {socket.gethostname()}, since "
+                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+    _held_locks[key] = fd
+
+
 class CheckpointHandler:
     """Saves and restores one run's checkpoints (rank 0) and input positions (every rank)."""
 
@@ -89,6 +128,7 @@ class CheckpointHandler:
         self.checkpoint = tf.train.Checkpoint(**trackables)
         self._data_manager = None
         if dist.is_chief:
+            lock_run_directory(directory)  # before the clean-up, which a running save would lose
             self._clean_temporaries(directory)
             self._check_index()
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
@@ -371,6 +411,9 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
                         " (weights and optimizer moments)" if load_optimizer_state else "")
             how = "initialised"
         merged = {**(previous or {}), **record, "started_from": started_from}
+        if how == "resumed" and (previous or {}).get("finished") \
+                and int(trainer.step) >= (record.get("total_steps") or 0):
+            merged["finished"] = True  # the same command again: still finished
         if previous and "xla" in previous:
             merged["xla"] = previous["xla"]  # the plan the run started with stays its plan
         write_run_record(directory, merged)

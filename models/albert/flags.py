@@ -246,6 +246,7 @@ _MINIMUMS = {
 
 def check_training_flags(args) -> None:
     """One FlagError naming the first count or frequency flag that cannot work."""
+    check_directories(args)
     for name, minimum in _MINIMUMS.items():
         value = getattr(args, name, None)
         if value is not None and value < minimum:
@@ -262,6 +263,18 @@ def check_training_flags(args) -> None:
     if getattr(args, "load_optimizer_state", False) and args.load_from != "checkpoint":
         raise FlagError("--load_optimizer_state needs --load_from checkpoint")
     check_memory_flags(args)
+
+
+DIRECTORY_FLAGS = ("checkpoint_dir", "log_dir", "output_dir", "cache_dir", "export_dir")
+
+
+def check_directories(args) -> None:
+    """A directory flag naming a file would fail deep in TensorFlow or after the training."""
+    for name in DIRECTORY_FLAGS:
+        path = getattr(args, name, None)
+        if path and os.path.exists(path) and not os.path.isdir(path):
+            raise FlagError(f"--{name} {path} is a file; expected a directory (or a path that "
+                            "does not exist yet)")
 
 
 def check_memory_flags(args) -> None:

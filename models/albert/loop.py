@@ -53,8 +53,10 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                disable=not (progress and dist.is_chief))
     last_saved = step
     last_evaluated = {prefix: step for prefix, _, _ in evaluations}
-    # seq/s counts time spent fetching data and updating, not validating or checkpointing.
+    # seq/s counts time spent fetching data and updating, not validating or checkpointing, nor
+    # the first update of the process, which traces and compiles the step (seconds to minutes).
     window_time, window_updates = 0.0, 0
+    first = True
     with StopSignal() as stop:
         while step < total_steps:
             started = time.time()
@@ -72,8 +74,14 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                 raise
             result = trainer.train_step(batch)
             new_step = int(trainer.step)  # waits for the update to finish
-            window_time += time.time() - started
-            window_updates += 1
+            if first:
+                first = False
+                if dist.is_chief:
+                    logger.info("first update (tracing and compiling the step): %.1f s",
+                                time.time() - started)
+            else:
+                window_time += time.time() - started
+                window_updates += 1
             advanced = new_step > step
             step = new_step
             bar.update(1 if advanced else 0)
@@ -84,9 +92,10 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                     loss_scale=float(trainer.loss_scale),
                     grad_norm=float(trainer.grad_norm),
                     weight_norm=trainer.weight_norm(),
-                    seq_per_sec=window_updates * sequences_per_update / max(window_time, 1e-9),
                     skipped_updates=int(trainer.skipped),
                 )
+                if window_updates:  # none when the only update since the last line compiled
+                    values["seq_per_sec"] = window_updates * sequences_per_update / window_time
                 bar.clear()
                 metrics.log("train", step, values)
                 window_time, window_updates = 0.0, 0
