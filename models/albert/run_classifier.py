@@ -447,7 +447,9 @@ def _prediction_texts(spec, logits) -> list[str]:
     import numpy as np
 
     if spec.task == "regression":
-        return [f"{v:.6g}" for v in logits[:, 0]]
+        # Every digit (repr): rounded, close predictions tie, and Pearson and Spearman computed
+        # from the file differ from the ones reported.
+        return [repr(float(v)) for v in logits[:, 0]]
     return [spec.labels[i] for i in np.argmax(logits, axis=1)]
 
 
@@ -470,7 +472,7 @@ def score(args, spec, index, logits, labels, metrics, step) -> dict:
               "metric": headline, "step": step, **{k: _finite(v) for k, v in scores.items()}}
     with open(os.path.join(args.output_dir, "eval_results.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
-    gold = ([f"{v:.6g}" for v in labels] if spec.task == "regression"
+    gold = ([repr(float(v)) for v in labels] if spec.task == "regression"
             else [spec.labels[int(i)] for i in labels])
     path = os.path.join(args.output_dir, "eval_predictions.tsv")
     with open(path, "w", encoding="utf-8", newline="\n") as f:
