@@ -16,6 +16,8 @@
 # TensorBoard: tensorboard --logdir demo_output (pretraining curves against their baselines,
 # the two fine-tunes overlaid).
 set -euo pipefail
+# A relative DEMO_DIR is the caller's; the default, demo_output/, is in the checkout.
+case ${DEMO_DIR:-} in ""|/*) ;; *) DEMO_DIR=$PWD/$DEMO_DIR ;; esac
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PY=.venv/bin/python
@@ -199,5 +201,5 @@ cat <<MSG
 serving:      $OUT/squad_pretrained/serving/1 (SavedModel; python -m albert.answer --model ... --question ... --context ...)
 checkpoints:  $OUT/pretraining/checkpoints (Hugging Face export in .../final), $OUT/squad_pretrained/checkpoints, $OUT/squad_scratch/checkpoints
 predictions:  $OUT/squad_pretrained/predictions.json, $OUT/squad_scratch/predictions.json
-TensorBoard:  .venv/bin/tensorboard --logdir $OUT   (pretraining/logs against pretraining/baselines; squad_pretrained/logs against squad_scratch/logs)
+TensorBoard:  .venv/bin/tensorboard --logdir $(printf '%q' "$OUT")   (pretraining/logs against pretraining/baselines; squad_pretrained/logs against squad_scratch/logs)
 MSG

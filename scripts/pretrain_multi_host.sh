@@ -9,13 +9,25 @@
 # Checkpoints and logs go to /fsx so every host (and a restarted job) sees them. Gradients travel
 # in fp16 (--fp16_allreduce; under bf16 that turns on dynamic loss scaling, so small gradients
 # survive the cast).
+# Relative DATA, VOCAB and RUN are the caller's, made absolute for every host; the script does
+# not change directory.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
 HOSTS=${HOSTS:?set HOSTS to host1:gpus,host2:gpus}
 NP=$(echo "$HOSTS" | tr ',' '\n' | awk -F: '{n += $2} END {print n}')
-DATA=${DATA:?set DATA}
-VOCAB=${VOCAB:?set VOCAB}
-RUN=${RUN:-/fsx/runs/albert-base}
+DATA=$(abspath "${DATA:?set DATA}")
+VOCAB=$(abspath "${VOCAB:?set VOCAB}")
+RUN=$(abspath "${RUN:-/fsx/runs/albert-base}")
+PY=$ROOT/.venv/bin/python
+# Shell-quoted as Python's shlex.quote does: bare where safe, else in single quotes.
+quote() {
+    local out=() a q="'\"'\"'"
+    for a in "$@"; do
+        if [[ $a =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/$q}'"); fi
+    done
+    echo "${out[*]}"
+}
 flags=(
     --filesystem_prefix "$DATA" --train_dir train --val_dir validation
     --model_size base --spm_model "$VOCAB" --max_seq_length 512 --max_predictions_per_seq 20
@@ -24,11 +36,10 @@ flags=(
     --validation_frequency 5000 --checkpoint_frequency 2000
     --checkpoint_dir "$RUN/checkpoints" --log_dir "$RUN/logs"
 )
-cmd=(.venv/bin/horovodrun -np "$NP" -H "$HOSTS" --network-interface "${NIC:-ens5}"
-     "$(pwd)/.venv/bin/python" -m albert.run_pretraining "${flags[@]}" "$@")
+cmd=("$ROOT/.venv/bin/horovodrun" -np "$NP" -H "$HOSTS" --network-interface "${NIC:-ens5}"
+     "$PY" -m albert.run_pretraining "${flags[@]}" "$@")
 if [ -n "${PLAN_ONLY:-}" ]; then
-    echo "would run: ${cmd[*]}"
-    exec .venv/bin/python -m albert.run_pretraining "${flags[@]}" "$@" --plan_only \
-        --plan_ranks "$NP"
+    echo "would run: $(quote "${cmd[@]}")"  # pasted into a shell, the same arguments
+    exec "$PY" -m albert.run_pretraining "${flags[@]}" "$@" --plan_only --plan_ranks "$NP"
 fi
 exec "${cmd[@]}"

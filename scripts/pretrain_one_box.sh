@@ -5,12 +5,24 @@
 #   DATA=/fsx/albert_data VOCAB=/fsx/vocab/spiece.model scripts/pretrain_one_box.sh [extra flags]
 #   PLAN_ONLY=1 GPUS=8 DATA=... VOCAB=... scripts/pretrain_one_box.sh   # print the command and
 #                                                                          # the batch plan only
+# Relative DATA, VOCAB, RUN and paths in the extra flags are the caller's: the script does not
+# change directory (RUN defaults to runs/albert-base in the checkout).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
 GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
-DATA=${DATA:?set DATA to the directory holding train/ and validation/}
-VOCAB=${VOCAB:?set VOCAB to spiece.model}
-RUN=${RUN:-runs/albert-base}
+DATA=$(abspath "${DATA:?set DATA to the directory holding train/ and validation/}")
+VOCAB=$(abspath "${VOCAB:?set VOCAB to spiece.model}")
+RUN=$(abspath "${RUN:-$ROOT/runs/albert-base}")
+PY=$ROOT/.venv/bin/python
+# Shell-quoted as Python's shlex.quote does: bare where safe, else in single quotes.
+quote() {
+    local out=() a q="'\"'\"'"
+    for a in "$@"; do
+        if [[ $a =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/$q}'"); fi
+    done
+    echo "${out[*]}"
+}
 flags=(
     --filesystem_prefix "$DATA" --train_dir train --val_dir validation
     --model_size base --spm_model "$VOCAB" --max_seq_length 512 --max_predictions_per_seq 20
@@ -18,11 +30,10 @@ flags=(
     --learning_rate 0.00176 --optimizer lamb --precision bf16 --validation_frequency 5000
     --checkpoint_frequency 2000 --checkpoint_dir "$RUN/checkpoints" --log_dir "$RUN/logs"
 )
-cmd=(.venv/bin/horovodrun -np "$GPUS" -H "localhost:$GPUS"
-     .venv/bin/python -m albert.run_pretraining "${flags[@]}" "$@")
+cmd=("$ROOT/.venv/bin/horovodrun" -np "$GPUS" -H "localhost:$GPUS"
+     "$PY" -m albert.run_pretraining "${flags[@]}" "$@")
 if [ -n "${PLAN_ONLY:-}" ]; then
-    echo "would run: ${cmd[*]}"
-    exec .venv/bin/python -m albert.run_pretraining "${flags[@]}" "$@" --plan_only \
-        --plan_ranks "$GPUS"
+    echo "would run: $(quote "${cmd[@]}")"  # pasted into a shell, the same arguments
+    exec "$PY" -m albert.run_pretraining "${flags[@]}" "$@" --plan_only --plan_ranks "$GPUS"
 fi
 exec "${cmd[@]}"

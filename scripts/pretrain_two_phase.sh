@@ -13,28 +13,48 @@
 # [0.00176/0.000275], CARRY_OPTIMIZER [0: phase 2 starts with fresh LAMB moments; 1: it carries
 # phase 1's moments], DATA_FLAGS [extra create_pretraining_data flags], PLAN_ONLY [1: print the
 # commands and the batch plans, run nothing].
+# Relative CORPUS, VOCAB, OUT and paths in the extra flags are the caller's: the script does not
+# change directory (OUT defaults to runs/two-phase in the checkout). CORPUS is one argument,
+# never split on spaces: give several inputs as a directory, a glob or a comma list.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
 CORPUS=${CORPUS:?set CORPUS to the text files, directory or glob}
-VOCAB=${VOCAB:?set VOCAB to spiece.model}
-OUT=${OUT:-runs/two-phase}
+VOCAB=$(abspath "${VOCAB:?set VOCAB to spiece.model}")
+OUT=$(abspath "${OUT:-$ROOT/runs/two-phase}")
 if [ -z "${GPUS:-}" ]; then
     GPUS=$( (nvidia-smi -L 2>/dev/null || true) | wc -l)
     [ "$GPUS" -ge 1 ] || GPUS=1
 fi
-PY=.venv/bin/python
+PY=$ROOT/.venv/bin/python
 launch=("$PY")
-[ "$GPUS" -gt 1 ] && launch=(.venv/bin/horovodrun -np "$GPUS" -H "localhost:$GPUS" "$PY")
+[ "$GPUS" -gt 1 ] && launch=("$ROOT/.venv/bin/horovodrun" -np "$GPUS" -H "localhost:$GPUS" "$PY")
+# Shell-quoted as Python's shlex.quote does: bare where safe, else in single quotes.
+quote() {
+    local out=() a q="'\"'\"'"
+    for a in "$@"; do
+        if [[ $a =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/$q}'"); fi
+    done
+    echo "${out[*]}"
+}
+shown() { echo "would run: $(quote "$@")"; }  # pasted into a shell, the same arguments
 
 generate() {  # seq preds out
     if [ -f "$3/summary.json" ]; then
         echo "[two-phase] data for sequence length $1 already in $3"
         return
     fi
-    # shellcheck disable=SC2086
-    "$PY" -m albert.create_pretraining_data --input $CORPUS --spm_model "$VOCAB" \
-        --output_dir "$3" --max_seq_length "$1" --max_predictions_per_seq "$2" \
-        --validation_fraction 0.01 ${DATA_FLAGS:-}
+    local extra=()
+    # DATA_FLAGS holds flags, not paths: split on spaces as written.
+    read -r -a extra <<< "${DATA_FLAGS:-}"
+    local cmd=("$PY" -m albert.create_pretraining_data --input "$CORPUS" --spm_model "$VOCAB"
+               --output_dir "$3" --max_seq_length "$1" --max_predictions_per_seq "$2"
+               --validation_fraction 0.01 "${extra[@]+"${extra[@]}"}")
+    if [ -n "${PLAN_ONLY:-}" ]; then
+        shown "${cmd[@]}"
+        return
+    fi
+    "${cmd[@]}"
 }
 
 phase() {  # n seq preds batch global steps lr extra...
@@ -50,7 +70,7 @@ phase() {  # n seq preds batch global steps lr extra...
     )
     echo "[two-phase] phase $n: sequence length $seq, $steps updates"
     if [ -n "${PLAN_ONLY:-}" ]; then
-        echo "would run: ${launch[*]} -m albert.run_pretraining ${flags[*]}"
+        shown "${launch[@]}" -m albert.run_pretraining "${flags[@]}"
         "$PY" -m albert.run_pretraining "${flags[@]}" --plan_only --plan_ranks "$GPUS"
         return
     fi
@@ -58,10 +78,8 @@ phase() {  # n seq preds batch global steps lr extra...
 }
 
 S1=${PHASE1_SEQ:-128} S2=${PHASE2_SEQ:-512}
-if [ -z "${PLAN_ONLY:-}" ]; then
-    generate "$S1" "${PHASE1_PREDS:-20}" "$OUT/data-$S1"
-    generate "$S2" "${PHASE2_PREDS:-76}" "$OUT/data-$S2"
-fi
+generate "$S1" "${PHASE1_PREDS:-20}" "$OUT/data-$S1"
+generate "$S2" "${PHASE2_PREDS:-76}" "$OUT/data-$S2"
 phase 1 "$S1" "${PHASE1_PREDS:-20}" "${PHASE1_BATCH:-64}" "${PHASE1_GLOBAL:-4096}" \
     "${PHASE1_STEPS:-112500}" "${PHASE1_LR:-0.00176}" "$@"
 carry=()
@@ -69,4 +87,5 @@ carry=()
 phase 2 "$S2" "${PHASE2_PREDS:-76}" "${PHASE2_BATCH:-16}" "${PHASE2_GLOBAL:-2048}" \
     "${PHASE2_STEPS:-12500}" "${PHASE2_LR:-0.000275}" \
     --load_from checkpoint --checkpoint_path "$OUT/phase1/checkpoints" "${carry[@]}" "$@"
-[ -n "${PLAN_ONLY:-}" ] || echo "[two-phase] done: phase 2's Hugging Face export is in $OUT/phase2/checkpoints/final"
+[ -n "${PLAN_ONLY:-}" ] || echo "[two-phase] done: phase 2's Hugging Face export is in" \
+    "$(quote "$OUT/phase2/checkpoints/final")"

@@ -5,11 +5,12 @@
 #   scripts/tensorboard.sh s3://my-bucket/albert/logs    # mirrored locally every 60 s
 # On a remote machine, tunnel the port from your laptop and open http://localhost:6006:
 #   ssh -i key.pem -N -L 6006:localhost:6006 ubuntu@<instance-dns>
+# A relative LOGDIR is the caller's: the script does not change directory.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 logdir=${1:?usage: scripts/tensorboard.sh LOGDIR [PORT]}
 port=${2:-6006}
-PY=.venv/bin/python
+PY=$ROOT/.venv/bin/python
 if [[ "$logdir" == s3://* ]]; then
     mirror=$(mktemp -d)
     echo "mirroring $logdir to $mirror every 60 s"
@@ -31,7 +32,7 @@ PY
     trap 'kill $!' EXIT
     logdir=$mirror
 elif [ ! -d "$logdir" ]; then
-    echo "error: log dir $logdir does not exist" >&2
+    echo "error: log dir $logdir does not exist (relative to $PWD)" >&2
     exit 2
 fi
-exec .venv/bin/tensorboard --logdir "$logdir" --port "$port" --bind_all
+exec "$ROOT/.venv/bin/tensorboard" --logdir "$logdir" --port "$port" --bind_all

@@ -3,23 +3,42 @@ README recipe's batch plan; the two-phase script runs both phases end to end on 
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 
 from conftest import REPO_ROOT
 
+VENV_BIN = os.path.join(REPO_ROOT, ".venv", "bin")
 
-def run_script(name, env, timeout=600):
-    proc = subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", name)], capture_output=True,
-                          text=True, timeout=timeout,
+
+def run_script(name, env, timeout=600, cwd=None, args=(), check=True):
+    proc = subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", name), *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout + proc.stderr
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+    return proc
+
+
+def would_run(out, module):
+    """The argv of the script's "would run:" line for `module`, as a shell reads it."""
+    lines = [line for line in out.splitlines()
+             if line.startswith("would run: ") and f" -m {module} " in line]
+    assert len(lines) >= 1, out
+    return [shlex.split(line[len("would run: "):]) for line in lines]
+
+
+def value(argv, flag):
+    return argv[argv.index(flag) + 1]
 
 
 def test_one_box_script_plans_32_x_16_x_8():
     out = run_script("pretrain_one_box.sh", {"PLAN_ONLY": "1", "GPUS": "8", "DATA": "/fsx/data",
                                              "VOCAB": "/fsx/vocab/spiece.model"})
-    assert "would run: .venv/bin/horovodrun -np 8 -H localhost:8" in out
+    [argv] = would_run(out, "albert.run_pretraining")
+    assert argv[:5] == [os.path.join(VENV_BIN, "horovodrun"), "-np", "8", "-H", "localhost:8"]
     assert ("batch plan: 32 x 16 x 8 = 4096 (per-GPU micro-batch x accumulation steps x ranks = "
             "sequences per update); 2,097,152 tokens per update at sequence length 512; 125,000 "
             "updates = 512,000,000 sequences in all") in out
@@ -40,13 +59,21 @@ def test_multi_host_script_plans_32_x_8_x_16():
 
 def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_corpus, sample_vocab,
                                                                        tmp_path):
-    env = {"CORPUS": str(sample_corpus), "VOCAB": sample_vocab, "OUT": str(tmp_path / "run"),
+    # Issue 24 item 13 as well: CORPUS, VOCAB and OUT relative to the caller's directory, with
+    # spaces (they were resolved against the checkout, and CORPUS was split on spaces).
+    caller = tmp_path / "the caller"
+    (caller / "my corpus").mkdir(parents=True)
+    (caller / "my vocab").mkdir()
+    shutil.copy(sample_corpus, caller / "my corpus" / "corpus.txt")
+    shutil.copy(sample_vocab, caller / "my vocab" / "spiece.model")
+    tmp_path = caller / "run out"
+    env = {"CORPUS": "my corpus/corpus.txt", "VOCAB": "my vocab/spiece.model", "OUT": "run out",
            "GPUS": "1", "MODEL_SIZE": "tiny", "PHASE1_SEQ": "32", "PHASE2_SEQ": "64",
            "PHASE1_PREDS": "5", "PHASE2_PREDS": "10", "PHASE1_BATCH": "8", "PHASE2_BATCH": "4",
            "PHASE1_GLOBAL": "8", "PHASE2_GLOBAL": "8", "PHASE1_STEPS": "4", "PHASE2_STEPS": "2",
            "CARRY_OPTIMIZER": "1", "DATA_FLAGS": "--num_shards 2 --processes 1 --no_progress"}
-    out = run_script("pretrain_two_phase.sh", {**env}, timeout=900)
-    run = tmp_path / "run"
+    out = run_script("pretrain_two_phase.sh", {**env}, timeout=900, cwd=caller)
+    run = caller / "run out"
     assert json.loads((run / "data-32" / "summary.json").read_text())["instances"] > 0
     assert json.loads((run / "data-64" / "summary.json").read_text())["instances"] > 0
     phase1 = json.loads((run / "phase1" / "checkpoints" / "run.json").read_text())
@@ -62,5 +89,46 @@ def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_cor
     assert (f"initialised from {run / 'phase1' / 'checkpoints'} (weights and optimizer moments)"
             in out)
     # Re-running resumes: both phases are already finished and say so.
-    again = run_script("pretrain_two_phase.sh", env)
+    again = run_script("pretrain_two_phase.sh", env, cwd=caller)
     assert again.count("this run already finished") == 2
+
+
+def test_item13_scripts_resolve_relative_paths_against_the_callers_directory(sample_vocab,
+                                                                             tmp_path):
+    """Relative DATA/VOCAB/RUN and CORPUS/VOCAB/OUT name the caller's files (the scripts `cd`ed
+    to the checkout), quoted whole: a space neither splits CORPUS nor breaks the printed
+    command, which a shell reads back as the same arguments."""
+    caller = tmp_path / "the caller"
+    (caller / "my vocab").mkdir(parents=True)
+    shutil.copy(sample_vocab, caller / "my vocab" / "spiece.model")
+    vocab = str(caller / "my vocab" / "spiece.model")
+
+    out = run_script("pretrain_one_box.sh", {"PLAN_ONLY": "1", "GPUS": "2", "DATA": "my data",
+                                             "VOCAB": "my vocab/spiece.model", "RUN": "my run"},
+                     cwd=caller)
+    [argv] = would_run(out, "albert.run_pretraining")
+    assert value(argv, "--filesystem_prefix") == str(caller / "my data")
+    assert value(argv, "--spm_model") == vocab
+    assert value(argv, "--checkpoint_dir") == str(caller / "my run" / "checkpoints")
+    # The plan itself read the caller's vocabulary (no "not on this machine" fallback).
+    assert "is not on this machine" not in out and "memory plan: " in out
+
+    out = run_script("pretrain_two_phase.sh", {
+        "PLAN_ONLY": "1", "GPUS": "1", "CORPUS": "my corpus/*.txt", "VOCAB":
+        "my vocab/spiece.model", "OUT": "my out", "DATA_FLAGS": "--processes 1 --no_progress"},
+        cwd=caller)
+    data = would_run(out, "albert.create_pretraining_data")
+    assert [value(a, "--input") for a in data] == ["my corpus/*.txt"] * 2
+    assert [value(a, "--output_dir") for a in data] == [str(caller / "my out" / "data-128"),
+                                                        str(caller / "my out" / "data-512")]
+    assert all(a[-3:] == ["--processes", "1", "--no_progress"] for a in data)
+    phases = would_run(out, "albert.run_pretraining")
+    assert [value(a, "--spm_model") for a in phases] == [vocab, vocab]
+    assert value(phases[1], "--checkpoint_path") == str(caller / "my out" / "phase1" /
+                                                        "checkpoints")
+    assert out.count("memory plan: ") == 2 and "is not on this machine" not in out
+
+    # A log dir that exists in the checkout but not beside the caller is not found.
+    proc = run_script("tensorboard.sh", {}, cwd=caller, args=["models"], check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: log dir models does not exist (relative to {caller})\n"
