@@ -26,6 +26,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import sys
 import tarfile
 import tempfile
@@ -423,11 +424,12 @@ def main(argv=None) -> int:
         message = " ".join(str(e).split())
         print(f"error: the AWS call failed ({type(e).__name__}): {message}", file=sys.stderr)
         return 2
+    q_region, q_name = shlex.quote(region), shlex.quote(name)  # hints to paste into a shell
     print(f"submitted training job {name}\n"
-          f"  status: aws sagemaker describe-training-job --region {region} "
-          f"--training-job-name {name} --query TrainingJobStatus\n"
-          f"  logs:   aws logs tail /aws/sagemaker/TrainingJobs --region {region} "
-          f"--log-stream-name-prefix {name} --follow\n"
+          f"  status: aws sagemaker describe-training-job --region {q_region} "
+          f"--training-job-name {q_name} --query TrainingJobStatus\n"
+          f"  logs:   aws logs tail /aws/sagemaker/TrainingJobs --region {q_region} "
+          f"--log-stream-name-prefix {q_name} --follow\n"
           f"  console: https://{region}.console.aws.amazon.com/sagemaker/home?region={region}"
           f"#/jobs/{name}")
     return 0

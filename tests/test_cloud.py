@@ -508,3 +508,12 @@ def test_item10_entrypoint_worker_without_a_leader_gives_up(tmp_path):
     assert err.strip() == (f"error: no key from the leader (algo-1) for this attempt in {shared} "
                            "after 2s")
     assert not (tmp_path / "algo-2" / "ssh" / "authorized_keys").exists()
+
+
+def test_item15_launcher_closing_hints_are_shell_quoted(no_aws, monkeypatch, capsys):
+    ls = load_launcher()
+    monkeypatch.setattr(ls, "submit", lambda args, request: "local zone; echo hi")
+    assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", *no_aws]) == 0
+    out = capsys.readouterr().out
+    assert "describe-training-job --region 'local zone; echo hi' --training-job-name albert-" in out
+    assert "TrainingJobs --region 'local zone; echo hi' --log-stream-name-prefix albert-" in out

@@ -87,9 +87,11 @@ def check_args(args) -> None:
 def check_output_file(path: str) -> None:
     """--output, checked before the model runs: found afterwards, a directory there cost all
     of the inference and left <output>.tmp behind."""
+    import shlex
+
     if os.path.isdir(path):
         raise FlagError(f"--output {path} is a directory: give a file name for the JSON lines, "
-                        f"e.g. {os.path.join(path, 'answers.jsonl')}")
+                        f"e.g. {shlex.quote(os.path.join(path, 'answers.jsonl'))}")
     parent = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(parent):
         parent = os.path.dirname(parent)

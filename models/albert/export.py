@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import shutil
 import sys
 
@@ -129,7 +130,7 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
     versions = [e for e in entries if e.isdigit() and _is_saved_model(os.path.join(target, e))]
     shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
     why = (f"it is a TF Serving base path (versions {', '.join(versions)}): give a version "
-           f"directory such as {os.path.join(path, str(max(map(int, versions)) + 1))}"
+           f"directory such as {shlex.quote(os.path.join(path, str(max(map(int, versions)) + 1)))}"
            if versions else f"it holds {shown} and no SavedModel")
     way = (f", or pass {overwrite_flag} to replace it" if overwrite_flag
            else ", or empty it first")
@@ -147,8 +148,6 @@ def check_export_dir(args) -> None:
 
 
 def _hint(path: str) -> str:
-    import shlex
-
     return shlex.quote(os.path.join(os.path.dirname(os.path.abspath(path)), "serving", "1"))
 
 
