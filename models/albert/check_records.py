@@ -1,19 +1,22 @@
 """Check pretraining TFRecord shards before a long run: read every record of every file.
 
     python -m albert.check_records 'data/train/*' data/validation \\
-        [--max_seq_length 128 --max_predictions_per_seq 20] [--filesystem_prefix /fsx]
+        [--max_seq_length 128 --max_predictions_per_seq 20] [--spm_model vocab/spiece.model] \\
+        [--filesystem_prefix /fsx]
 
 Lists each bad shard with the reason (corrupt or truncated at record k, a record of the wrong
-shape, unreadable) and ends with one summary line. Exit status 0 when every file is good, 1 when
-any is bad, 2 for a usage error (no files match, a bad flag). Without the two shape flags, every
-record is checked against the shapes of the first record found (a directory that mixes shards of
-two generator runs is caught either way). Patterns are resolved as the trainer resolves them:
-directories, globs and comma lists under --filesystem_prefix, hidden and .tmp files left out.
+shape, unreadable, with --spm_model or --vocab_size a token id outside the vocabulary) and ends
+with one summary line. Exit status 0 when every file is good, 1 when any is bad, 2 for a usage
+error (no files match, a bad flag). Without the two shape flags, every record is checked against
+the shapes of the first record found (a directory that mixes shards of two generator runs is caught
+either way). Patterns are resolved as the trainer resolves them: directories, globs and comma lists
+under --filesystem_prefix, hidden and .tmp files left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -27,9 +30,16 @@ def parse_args(argv=None):
                    help="expected sequence length (default: the first record's)")
     p.add_argument("--max_predictions_per_seq", type=int, default=None,
                    help="expected masked positions per sequence (default: the first record's)")
+    p.add_argument("--spm_model", default=None,
+                   help="check that every token id is one of this vocabulary's (the pretraining "
+                        "run's --spm_model)")
+    p.add_argument("--vocab_size", type=int, default=None,
+                   help="check that every token id is below this (the model's vocab_size)")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    for flag in ("max_seq_length", "max_predictions_per_seq"):
+    if args.spm_model and args.vocab_size:
+        p.error("pass --spm_model or --vocab_size, not both")
+    for flag in ("max_seq_length", "max_predictions_per_seq", "vocab_size"):
         value = getattr(args, flag)
         if value is not None and value < 1:
             p.error(f"--{flag} must be >= 1, got {value}")
@@ -63,6 +73,12 @@ def check(args) -> int:
     from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
 
     files = resolve_files(args.patterns, args.filesystem_prefix)
+    vocab_size, vocabulary = args.vocab_size, f"--vocab_size {args.vocab_size}"
+    if args.spm_model:
+        from albert.tokenization import load_spm
+
+        vocab_size = load_spm(args.spm_model).GetPieceSize()
+        vocabulary = f"--spm_model {args.spm_model}, {vocab_size} pieces"
     seq, preds = args.max_seq_length, args.max_predictions_per_seq
     source = "from the flags"
     if seq is None or preds is None:
@@ -80,7 +96,7 @@ def check(args) -> int:
     try:
         for i, path in enumerate(files):
             bar.set_description(f"file {i + 1}/{len(files)} {os.path.basename(path)}")
-            result = scan_file(path, spec, on_records=bar.update)
+            result = scan_file(path, spec, on_records=bar.update, vocab_size=vocab_size)
             checks.append(result)
             if result.problem:
                 bar.write(f"BAD {path}: {result.problem}", file=sys.stdout)
@@ -90,23 +106,35 @@ def check(args) -> int:
     empty = [c for c in checks if not c.problem and c.records == 0]
     for c in empty:
         print(f"EMPTY {c.path}: no records")
-    kinds = {k: sum(c.kind == k for c in bad) for k in ("corrupt", "shape", "unreadable")}
+    kinds = {k: sum(c.kind == k for c in bad)
+             for k in ("corrupt", "shape", "unreadable", "vocabulary")}
     shapes = (f"--max_seq_length {seq} --max_predictions_per_seq {preds} ({source})"
               if spec is not None else "no records to take shapes from")
     records = sum(c.records for c in checks)
     verdict = (f"{len(bad)} bad ({kinds['corrupt']} corrupt, {kinds['shape']} wrong shape, "
-               f"{kinds['unreadable']} unreadable)" if bad else "all good")
+               f"{kinds['unreadable']} unreadable"
+               + (f", {kinds['vocabulary']} outside the vocabulary" if vocab_size else "")
+               + ")" if bad else "all good")
+    if vocab_size:
+        shapes += f", token ids below {vocab_size} ({vocabulary})"
     print(f"checked {len(files)} files, {records} good records, shapes {shapes}: {verdict}; "
           f"{len(empty)} empty", flush=True)
+    if kinds["vocabulary"]:
+        print("the files outside the vocabulary were made with a larger one: pass the "
+              "vocabulary the data was made with (its summary.json names it), or regenerate the "
+              "data with this one", flush=True)
     return 1 if bad else 0
 
 
 def main(argv=None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # The reader logs how it took a pattern apart (a comma split); stderr, as the errors.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("absl").setLevel(logging.WARNING)
     args = parse_args(argv)
     try:
         return check(args)
-    except ValueError as e:  # DataError included: no files match, a bad pattern
+    except (ValueError, OSError) as e:  # DataError: no files match; a missing --spm_model
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
 

@@ -50,6 +50,7 @@ from collections import Counter
 
 from albert.data.corpus import (
     FORMATS,
+    InputSkips,
     ReadStats,
     check_input,
     chunked,
@@ -60,6 +61,7 @@ from albert.data.corpus import (
 )
 from albert.data.pretraining import InstanceMaker, InstanceOptions
 from albert.data.tfrecord import frame, framed_length, open_output
+from albert.tokenization import vocab_checksum
 
 logger = logging.getLogger("albert.create_pretraining_data")
 
@@ -378,6 +380,7 @@ class Totals:
     short_documents: int = 0
     chunks: int = 0
     warnings: list = dataclasses.field(default_factory=list)
+    inputs: InputSkips = dataclasses.field(default_factory=InputSkips)
 
     def add(self, out: ChunkOutput) -> None:
         self.stats.add(out.stats)
@@ -524,6 +527,7 @@ def _skipped(totals: Totals) -> dict:
         "sentences_with_holes": s.sentences_with_holes,
         "sentences_with_markup": s.sentences_with_markup,
         "short_documents": totals.short_documents,
+        **totals.inputs.as_dict(),
     }
 
 
@@ -660,10 +664,16 @@ def run(args) -> dict:
     _check_args(args)
     options = InstanceOptions(args.max_seq_length, args.max_predictions_per_seq,
                               args.masked_lm_prob, args.ngram, args.short_seq_prob)
-    files = expand_inputs(args.input)
+    totals = Totals()
+    files = expand_inputs(args.input, totals.inputs)
+    if totals.inputs.describe():
+        totals.warn(totals.inputs.describe())
     for path in files:
         check_input(path, args.input_format, args.text_field)
-    InstanceMaker(args.spm_model, options)  # fail fast on a bad model or options
+    vocab_size = InstanceMaker(args.spm_model, options).vocab_size  # fail fast: model, options
+    # Which vocabulary the ids are of, for the summary: run_pretraining compares it.
+    vocabulary = {"spm_model": os.path.abspath(args.spm_model),
+                  "sha256": vocab_checksum(args.spm_model), "vocab_size": vocab_size}
     out = os.path.abspath(args.output_dir)
     _check_output_dir(out, args.overwrite, [*files, args.spm_model])
     val_shards = max(1, args.num_shards // 8) if args.validation_fraction > 0 else 1
@@ -672,7 +682,6 @@ def run(args) -> dict:
                 args.docs_per_chunk, args.dupe_factor, args.seed, args.validation_fraction,
                 (args.num_shards, val_shards))
     _remove_stale_temporaries(out)
-    totals = Totals()
     start = time.time()
     work = _make_work_dir(out)
     committed = False
@@ -685,7 +694,8 @@ def run(args) -> dict:
                         f"{totals.stats.documents} documents in the validation set: no "
                         "validation/ written; use a larger fraction to validate")
         elapsed = time.time() - start
-        summary = _summary(args, files, out, totals, records, elapsed)
+        summary = {**_summary(args, files, out, totals, records, elapsed),
+                   "vocabulary": vocabulary}
         with open(os.path.join(work, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2)
             f.write("\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -58,6 +59,18 @@ def load_spm(path: str):
                 f"{expected_id} (train the vocabulary with `python -m albert.train_tokenizer`)"
             )
     return sp
+
+
+def vocab_checksum(path: str) -> str:
+    """The vocabulary's fingerprint: the sha256 of the spiece.model file, hex. Recorded beside
+    what is made with a vocabulary (summary.json, run.json), so that records, checkpoints and the
+    vocabulary they need can be matched later. train_tokenizer writes the same bytes for the same
+    input and flags, so the same training gives the same checksum."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_tokenizer_files(spm_model: str, directory: str) -> None:

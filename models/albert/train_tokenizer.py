@@ -5,7 +5,10 @@
         --input_format wikipedia --vocab_size 30000 --output_dir vocab/
 
 Writes `spiece.model`, `spiece.vocab` and `tokenizer_config.json`, so both our tools and
-`transformers.AlbertTokenizer.from_pretrained(output_dir)` load the directory. Ids 0-4 are
+`transformers.AlbertTokenizer.from_pretrained(output_dir)` load the directory, and `summary.json`
+(what was read and skipped, and the model's sha256). An existing spiece.model is replaced only
+with --overwrite: records and checkpoints made with it would not fit a new one. The same input and
+flags give the same spiece.model bytes (no temporary paths are kept in it). Ids 0-4 are
 <pad>, <unk>, [CLS], [SEP], [MASK], as in every published ALBERT vocabulary. The text is normalised
 (lowercase, accents stripped) exactly as the tokenizer will see it at training time.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import json
 import logging
 import multiprocessing
 import os
@@ -30,6 +34,7 @@ from collections.abc import Iterator
 
 from albert.data.corpus import (
     FORMATS,
+    InputSkips,
     ReadStats,
     check_input,
     chunked,
@@ -38,10 +43,19 @@ from albert.data.corpus import (
     finish_document,
     read_documents,
 )
-from albert.tokenization import CLS, MASK, SEP, load_spm, preprocess_text, write_tokenizer_files
+from albert.tokenization import (
+    CLS,
+    MASK,
+    SEP,
+    load_spm,
+    preprocess_text,
+    vocab_checksum,
+    write_tokenizer_files,
+)
 
 logger = logging.getLogger("albert.train_tokenizer")
 _DOCS_PER_TASK = 64
+_OUTPUTS = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "summary.json")
 
 
 def parse_args(argv=None):
@@ -52,6 +66,9 @@ def parse_args(argv=None):
                    help="as create_pretraining_data's --input_format")
     p.add_argument("--text_field", default="text", help="the text field of jsonl/parquet input")
     p.add_argument("--output_dir", required=True)
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the spiece.model already in --output_dir (records and "
+                        "checkpoints made with it will not fit the new one)")
     p.add_argument("--vocab_size", type=int, default=30000)
     p.add_argument("--character_coverage", type=float, default=0.99995)
     p.add_argument("--max_sentences", type=int, default=10_000_000,
@@ -59,7 +76,8 @@ def parse_args(argv=None):
                         "(SentencePiece's input_sentence_size); bounds memory")
     p.add_argument("--seed", type=int, default=12345, help="seeds the sentence sample")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                   help="SentencePiece training threads")
+                   help="SentencePiece training threads (the vocabulary depends on it: pass the "
+                        "same number to train the same vocabulary on another machine)")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1,
                    help="processes turning documents into sentences (wikitext parsing)")
     return p.parse_args(argv)
@@ -132,10 +150,13 @@ def train_with_summary(args) -> dict:
         raise ValueError(f"--max_sentences must be at least 1, got {args.max_sentences}")
     if args.processes < 1:
         raise ValueError(f"--processes must be at least 1, got {args.processes}")
-    files = expand_inputs(args.input)
+    _check_output_dir(args.output_dir, args.overwrite)
+    inputs = InputSkips()
+    files = expand_inputs(args.input, inputs)
+    if inputs.describe():
+        logger.warning("warning: %s", inputs.describe())
     for path in files:
         check_input(path, args.input_format, args.text_field)
-    os.makedirs(args.output_dir, exist_ok=True)
     stats = ReadStats()
     sentences = iter_sentences(files, args.input_format, args.text_field, args.processes, stats)
     # Our own seeded sample: SentencePiece's reservoir ignores its seed when fed an iterator.
@@ -179,18 +200,73 @@ def train_with_summary(args) -> dict:
                     "text or a larger --max_sentences."
                 ) from None
             raise
+        _drop_training_paths(prefix + ".model")
         load_spm(prefix + ".model")  # checks the special-token ids
-        shutil.copyfile(prefix + ".vocab", os.path.join(args.output_dir, "spiece.vocab"))
-        write_tokenizer_files(prefix + ".model", args.output_dir)
-    skipped = {k: v for k, v in stats.as_dict().items()
-               if k not in ("files", "lines", "pages", "documents") and v}
-    return {
-        "spm_model": os.path.join(args.output_dir, "spiece.model"),
-        "documents": stats.documents,
-        "sentences": seen,
-        "sampled_sentences": sampled,
-        "skipped": skipped,
-    }
+        staged = os.path.join(tmp, "out")
+        write_tokenizer_files(prefix + ".model", staged)
+        shutil.copyfile(prefix + ".vocab", os.path.join(staged, "spiece.vocab"))
+        skipped = {k: v for k, v in {**stats.as_dict(), **inputs.as_dict()}.items()
+                   if k not in ("files", "lines", "pages", "documents") and v}
+        summary = {
+            "spm_model": os.path.join(args.output_dir, "spiece.model"),
+            "sha256": vocab_checksum(os.path.join(staged, "spiece.model")),
+            "vocab_size": args.vocab_size,
+            "documents": stats.documents,
+            "sentences": seen,
+            "sampled_sentences": sampled,
+            "skipped": skipped,
+            "input_files": files,
+            "settings": {k: v for k, v in vars(args).items()
+                         if k not in ("input", "processes", "overwrite")},
+        }
+        with open(os.path.join(staged, "summary.json"), "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2)
+            f.write("\n")
+        _install(staged, args.output_dir)
+    return summary
+
+
+def _check_output_dir(out: str, overwrite: bool) -> None:
+    """Before any work: --output_dir must be a directory (or not exist yet), and a vocabulary in
+    it is replaced only on request."""
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise ValueError(f"--output_dir {out} exists and is not a directory; choose a directory "
+                         "(it is created when missing)")
+    existing = os.path.join(out, "spiece.model")
+    if os.path.exists(existing) and not overwrite:
+        raise ValueError(
+            f"--output_dir {out} already holds spiece.model (sha256 "
+            f"{vocab_checksum(existing)[:12]}...); records and checkpoints made with it would "
+            "not fit a new vocabulary: choose another --output_dir, or pass --overwrite to "
+            "replace it")
+
+
+def _drop_training_paths(model: str) -> None:
+    """Clear the temporary input and output paths (different on every run) from the model's
+    trainer_spec, so that the same input and flags give the same bytes and the same checksum.
+    The thread count stays: it changes the vocabulary SentencePiece trains."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    with open(model, "rb") as f:
+        proto.ParseFromString(f.read())
+    for field in ("input", "model_prefix"):
+        proto.trainer_spec.ClearField(field)
+    with open(model, "wb") as f:
+        f.write(proto.SerializeToString(deterministic=True))
+
+
+def _install(staged: str, out: str) -> None:
+    """Move the finished files into --output_dir, each replaced in one step (a copy under a
+    hidden name, then a rename): an interrupted run leaves each file old or new, never cut."""
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise OSError(f"cannot create --output_dir {out}: {e.strerror}") from None
+    for name in _OUTPUTS:
+        partial = os.path.join(out, f".{name}.partial")
+        shutil.copyfile(os.path.join(staged, name), partial)
+        os.replace(partial, os.path.join(out, name))
 
 
 def _no_text_message(files: list[str], stats: ReadStats) -> str:

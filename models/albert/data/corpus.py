@@ -28,10 +28,12 @@ from __future__ import annotations
 import bz2
 import ctypes
 import dataclasses
+import fnmatch
 import glob
 import gzip
 import itertools
 import json
+import logging
 import lzma
 import os
 import signal
@@ -110,38 +112,204 @@ class WikiPage(NamedTuple):
 # -- inputs ----------------------------------------------------------------------------------
 
 
-def expand_inputs(patterns: Iterable[str]) -> list[str]:
-    """Files, directories, globs and comma lists -> files in order, without duplicates.
+logger = logging.getLogger("albert.data.corpus")
 
-    Raises FileNotFoundError naming the first pattern that matches no file.
+
+@dataclasses.dataclass
+class InputSkips:
+    """What listing the inputs left out. Each file is read once, whatever the paths that lead to
+    it; the counts go into the tools' summaries so that "skipped nothing" is true."""
+
+    duplicate_paths: int = 0  # a file already listed, reached again (./a, a link, a link loop)
+    repeated_directories: int = 0  # a directory already listed, reached again through a link
+    broken_links: int = 0  # links to nothing
+    unreadable_directories: int = 0
+    examples: dict = dataclasses.field(default_factory=dict)  # kind -> the first one, in words
+
+    def count(self, kind: str, example: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        self.examples.setdefault(kind, example)
+
+    def as_dict(self) -> dict:
+        return {"duplicate_input_paths": self.duplicate_paths,
+                "repeated_input_directories": self.repeated_directories,
+                "broken_input_links": self.broken_links,
+                "unreadable_input_directories": self.unreadable_directories}
+
+    def describe(self) -> str | None:
+        """One line for the log, None when nothing was left out."""
+        words = {"duplicate_paths": "paths to a file already listed (read once)",
+                 "repeated_directories": "links to a directory already listed (not entered "
+                                         "again)",
+                 "broken_links": "links to nothing",
+                 "unreadable_directories": "directories that cannot be listed"}
+        parts = [f"{text}: {getattr(self, kind)}, e.g. {self.examples[kind]}"
+                 for kind, text in words.items() if getattr(self, kind)]
+        return "inputs skipped: " + "; ".join(parts) if parts else None
+
+
+def expand_inputs(patterns: Iterable[str], skips: InputSkips | None = None) -> list[str]:
+    """Files, directories, globs and comma lists -> files in order, each file once.
+
+    A path that exists is taken as it is, even when it holds glob characters (`[1]`) or commas;
+    otherwise a comma splits it (logged). Files are deduplicated by their real path, and a
+    directory is entered once however many links lead to it, so a link loop ends. What was left
+    out is counted in `skips`. Raises FileNotFoundError naming the first pattern that matches no
+    file.
     """
+    skips = skips if skips is not None else InputSkips()
     files: list[str] = []
+    listed: dict[str, str] = {}  # real path -> the path it was listed as
     for pattern in patterns:
-        for part in filter(None, (s.strip() for s in pattern.split(","))):
-            if glob.has_magic(part):
-                matched = sorted(glob.glob(part, recursive=True))
-            else:
-                matched = [part]
-            found = []
-            for path in matched:
-                if os.path.isdir(path):
-                    found.extend(_files_below(path))
-                elif os.path.isfile(path):
-                    found.append(path)
+        parts = _split_commas(pattern)
+        for part in parts:
+            found = _expand(part, skips)
             if not found:
-                raise FileNotFoundError(f"input {part!r} matches no file")
-            files.extend(found)
-    unique = list(dict.fromkeys(files))
-    if not unique:
+                origin = f" (from {pattern!r}, split at its commas)" if len(parts) > 1 else ""
+                raise FileNotFoundError(f"input {part!r}{origin} matches no file")
+            for path in found:
+                real = os.path.realpath(path)
+                if real in listed:
+                    skips.count("duplicate_paths", f"{path} is {listed[real]}")
+                else:
+                    listed[real] = path
+                    files.append(path)
+    if not files:
         raise FileNotFoundError("no input files given")
-    return unique
+    return files
 
 
-def _files_below(directory: str) -> list[str]:
+def _split_commas(pattern: str) -> list[str]:
+    if os.path.lexists(pattern):
+        return [pattern]
+    if "," not in pattern:
+        return [pattern.strip()] if pattern.strip() else []
+    parts = [s.strip() for s in pattern.split(",") if s.strip()]
+    # A file name may hold a comma: say so when one was split, in case that was not meant.
+    logger.info("input %r is no path, so it was split at its commas into %s", pattern,
+                ", ".join(repr(p) for p in parts))
+    return parts
+
+
+def _expand(part: str, skips: InputSkips) -> list[str]:
+    if os.path.lexists(part):
+        matched = [part]  # before glob: `data[1].txt` names a file as often as a pattern
+    elif glob.has_magic(part):
+        matched = _glob(part, skips)
+    else:
+        return []
+    found = []
+    for path in matched:
+        if os.path.isdir(path):
+            found.extend(_files_below(path, skips))
+        elif os.path.isfile(path):
+            found.append(path)
+        elif os.path.islink(path):
+            if path == part:
+                raise FileNotFoundError(f"input {part!r} is a link to {os.readlink(part)!r}, "
+                                        "which does not exist")
+            skips.count("broken_links", f"{path} -> {os.readlink(path)}")
+    return found
+
+
+def _glob(pattern: str, skips: InputSkips) -> list[str]:
+    """glob.glob(pattern, recursive=True), except that `**` enters each directory once.
+
+    glob follows every link: through a loop (`ln -s . loop/self`) it lists the tree again at
+    every depth up to the kernel's link limit (40), and through two loops in one directory
+    2**40 times.
+    """
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    components = pattern.split(os.sep)
+    base = ""  # as in glob: "" is the current directory, and names below it stay relative
+    while len(components) > 1 and not glob.has_magic(components[0]):
+        base = os.path.join(base, components.pop(0)) or os.sep
+    out: list[str] = []
+    # One set per `**` of the pattern: a directory walked once by a `**` has given every match
+    # below it for the rest of the pattern.
+    visited: list[set] = [set() for _ in components]
+
+    def match(directory: str, i: int) -> None:
+        component, last = components[i], i == len(components) - 1
+        if component == "**":
+            real = os.path.realpath(directory or os.curdir)
+            if real in visited[i]:
+                return
+            visited[i].add(real)
+            if last:
+                out.append(directory or os.curdir)  # the caller lists everything below it
+                return
+            match(directory, i + 1)
+            for sub in _subdirectories(directory):
+                if os.path.realpath(sub) in visited[i]:
+                    skips.count("repeated_directories", _link_words(sub))
+                    continue
+                match(sub, i)
+            return
+        if glob.has_magic(component):
+            names = [n for n in _listdir(directory) if fnmatch.fnmatchcase(n, component)
+                     and (component.startswith(".") or not n.startswith("."))]
+        else:
+            names = [component] if os.path.lexists(os.path.join(directory, component)) else []
+        for name in names:
+            path = os.path.join(directory, name)
+            if last:
+                out.append(path)
+            elif os.path.isdir(path):
+                match(path, i + 1)
+
+    match(base, 0)
+    return sorted(dict.fromkeys(out))
+
+
+def _listdir(directory: str) -> list[str]:
+    try:
+        return sorted(os.listdir(directory or os.curdir))
+    except OSError:
+        return []
+
+
+def _subdirectories(directory: str) -> list[str]:
+    """Non-hidden subdirectories, sorted, real ones before links (so that a directory reached
+    both ways is listed under its own name)."""
+    subs = [os.path.join(directory, n) for n in _listdir(directory)
+            if not n.startswith(".") and os.path.isdir(os.path.join(directory, n))]
+    return sorted(subs, key=os.path.islink)
+
+
+def _link_words(path: str, first: str | None = None) -> str:
+    if os.path.islink(path):
+        return f"{path} -> {os.readlink(path)}"
+    # A real directory reached earlier through a link.
+    return f"{path}, listed as {first}" if first else f"{path}, listed through a link"
+
+
+def _files_below(directory: str, skips: InputSkips | None = None) -> list[str]:
+    """Every non-hidden file below `directory`, sorted; a linked directory is followed once."""
+    skips = skips if skips is not None else InputSkips()
+    entered = {os.path.realpath(directory): directory}
+
+    def unreadable(error: OSError) -> None:
+        skips.count("unreadable_directories", f"{error.filename}: {_reason(error)}")
+
     out = []
-    for root, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        out.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith("."))
+    for root, dirs, names in os.walk(directory, onerror=unreadable, followlinks=True):
+        kept = []
+        for path in _subdirectories(root):
+            real = os.path.realpath(path)
+            if real in entered:
+                skips.count("repeated_directories", _link_words(path, entered[real]))
+                continue
+            entered[real] = path
+            kept.append(os.path.basename(path))
+        dirs[:] = sorted(kept)
+        for name in sorted(n for n in names if not n.startswith(".")):
+            path = os.path.join(root, name)
+            if os.path.isfile(path):
+                out.append(path)
+            elif os.path.islink(path) and not os.path.exists(path):
+                skips.count("broken_links", f"{path} -> {os.readlink(path)}")
     return out
 
 

@@ -8,6 +8,8 @@ never read: a killed generator leaves its unfinished shards under such names.
 Checks before training (each reads little, so every rank can afford them):
 - check_all_record_shapes: the first record of every file has the shapes the flags ask for;
 - count_nonempty_files + check_ranks_have_records: every rank has at least one record to read;
+- check_token_ids: the first records of every file (and the summary.json the generator wrote
+  beside them) hold only ids of the model's vocabulary;
 - scan_file (and `python -m albert.check_records`): every record of a file is intact.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import json
 import logging
 import os
 import re
@@ -42,20 +45,34 @@ def resolve_files(patterns, filesystem_prefix: str = ".") -> list[str]:
 
     A relative pattern is taken under `filesystem_prefix` (aws-samples: `/fsx` on the cloud);
     a directory means every non-hidden, non-JSON file in it. Hidden and temporary files
-    (`.part-00000-of-00004.tfrecord.tmp`) are left out however they are matched.
+    (`.part-00000-of-00004.tfrecord.tmp`) are left out however they are matched. A path that
+    exists is taken as it is, even when it holds glob characters (`[1]`) or commas; otherwise
+    commas split it (logged).
     """
     if isinstance(patterns, str):
         patterns = [patterns]
+    prefix = filesystem_prefix or "."
     files: list[str] = []
     for pattern in patterns:
-        for part in filter(None, (p.strip() for p in pattern.split(","))):
-            full = os.path.join(filesystem_prefix or ".", part)
+        if pattern.strip() and tf.io.gfile.exists(os.path.join(prefix, pattern)):
+            parts = [pattern]
+        else:
+            parts = [p.strip() for p in pattern.split(",") if p.strip()]
+            if "," in pattern:
+                # A file name may hold a comma: say so when one was split, in case that was
+                # not meant.
+                logger.info("%r is no path under %r, so it was split at its commas into %s",
+                            pattern, prefix, ", ".join(repr(p) for p in parts))
+        for part in parts:
+            full = os.path.join(prefix, part)
             if tf.io.gfile.isdir(full):
                 matched = [
                     os.path.join(full, name) for name in tf.io.gfile.listdir(full)
                     if not name.endswith(".json")
                     and not tf.io.gfile.isdir(os.path.join(full, name))
                 ]
+            elif tf.io.gfile.exists(full):
+                matched = [full]  # before glob: `part[1].tfrecord` names a file
             else:
                 matched = tf.io.gfile.glob(full)
             kept = [f for f in matched if not is_hidden_or_temporary(f)]
@@ -224,27 +241,38 @@ def first_record(path: str) -> bytes | None:
 
     Read in Python (header, CRCs, payload: the TFRecord framing), because building a tf.data
     pipeline per file costs ~20 ms, which is minutes on every rank for thousands of shards."""
+    records = leading_records(path, 1)
+    return records[0] if records else None
+
+
+def leading_records(path: str, limit: int) -> list[bytes]:
+    """The first `limit` records of `path` (fewer when it holds fewer), read as first_record
+    reads; DataError when one of them cannot be read."""
     damaged = f"; find every damaged shard with: python -m albert.check_records {shlex.quote(path)}"
+    records: list[bytes] = []
     try:
         with _open_binary(path) as f:
-            header = f.read(12)
-            if not header:
-                return None
-            if len(header) < 12:
-                raise DataError(f"{path} is truncated in its first record{damaged}")
-            length, length_crc = struct.unpack("<QI", header)
-            if _masked_crc(header[:8]) != length_crc:
-                raise DataError(f"{path} is corrupt in its first record's header (not a TFRecord "
-                                f"file?){damaged}")
-            body = f.read(length + 4)
+            while len(records) < limit:
+                which = "its first record" if not records else f"record {len(records)}"
+                header = f.read(12)
+                if not header:
+                    break
+                if len(header) < 12:
+                    raise DataError(f"{path} is truncated in {which}{damaged}")
+                length, length_crc = struct.unpack("<QI", header)
+                if _masked_crc(header[:8]) != length_crc:
+                    raise DataError(f"{path} is corrupt in {which}'s header (not a TFRecord "
+                                    f"file?){damaged}")
+                body = f.read(length + 4)
+                if len(body) < length + 4:
+                    raise DataError(f"{path} is truncated in {which}{damaged}")
+                record, (crc,) = body[:length], struct.unpack("<I", body[length:])
+                if _masked_crc(record) != crc:
+                    raise DataError(f"{path} is corrupt in {which}{damaged}")
+                records.append(record)
     except (OSError, EOFError, zlib.error, tf.errors.OpError) as e:
         raise DataError(f"{path} cannot be read ({_tf_message(e)}){damaged}") from None
-    if len(body) < length + 4:
-        raise DataError(f"{path} is truncated in its first record{damaged}")
-    record, (crc,) = body[:length], struct.unpack("<I", body[length:])
-    if _masked_crc(record) != crc:
-        raise DataError(f"{path} is corrupt in its first record{damaged}")
-    return record
+    return records
 
 
 def record_shape_problem(record: bytes, spec: dict) -> str | None:
@@ -306,6 +334,100 @@ def check_all_record_shapes(files: list[str], max_seq_length: int,
     return empty
 
 
+_ID_FEATURES = ("input_ids", "masked_lm_ids")
+_RECORDS_CHECKED_FOR_IDS = 4  # per file: a record from a larger vocabulary shows it at once
+
+
+def token_id_problem(record: bytes, vocab_size: int) -> str | None:
+    """The first token id of a serialized pretraining record outside [0, vocab_size), in words;
+    None when every id fits."""
+    try:
+        feature = tf.train.Example.FromString(record).features.feature
+    except Exception:  # protobuf's DecodeError lives in a module that moves between versions
+        return None  # the shape checks name it
+    for name in _ID_FEATURES:
+        ids = feature[name].int64_list.value if name in feature else ()
+        if ids and (max(ids) >= vocab_size or min(ids) < 0):
+            value = max(ids) if max(ids) >= vocab_size else min(ids)
+            return f"{name} holds token id {value}"
+    return None
+
+
+def check_token_ids(files: list[str], vocab_size: int, spm_model: str | None = None) -> None:
+    """Refuse records whose token ids fall outside the model's vocabulary, before training: on a
+    CPU the embedding lookup stops the run with a traceback, and on a GPU it returns zeros for
+    such ids, which trains on garbage without a word.
+
+    Reads the first few records of every file, and the summary.json that create_pretraining_data
+    writes beside train/ and validation/ (it names the vocabulary the ids are of: its size is
+    compared, and its checksum against `spm_model`'s). Raises one DataError naming the files
+    and the ways on; logs a warning when the data says it was made with another vocabulary of
+    a size that fits.
+    """
+    vocabulary = (f"--spm_model {spm_model}" if spm_model else "the model's vocab_size")
+    made_with = _vocabulary_of(files)
+    way_on = ("pass the --spm_model the data was made with (its summary.json names it), or "
+              "regenerate the data with this vocabulary")
+    for summary, recorded in made_with.items():
+        size = recorded.get("vocab_size")
+        if isinstance(size, int) and size > vocab_size:
+            raise DataError(
+                f"the records beside {summary} were made with a vocabulary of {size} pieces "
+                f"({recorded.get('spm_model')}), larger than the model's {vocab_size} "
+                f"({vocabulary}): its ids above {vocab_size - 1} have no embedding; {way_on}")
+        if size != vocab_size or (spm_model and recorded.get("sha256")
+                                  and recorded["sha256"] != _checksum(spm_model)):
+            logger.warning(
+                "the records beside %s were made with another vocabulary (%s, %s pieces) than "
+                "the model's (%s, %d pieces): their ids mean other pieces", summary,
+                recorded.get("spm_model"), size, vocabulary, vocab_size)
+    bad = []
+    for path in files:
+        for i, record in enumerate(leading_records(path, _RECORDS_CHECKED_FOR_IDS)):
+            problem = token_id_problem(record, vocab_size)
+            if problem:
+                bad.append(f"{path} (record {i}: {problem})")
+                break
+    if bad:
+        listed = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise DataError(
+            f"{len(bad)} of {len(files)} TFRecord files hold token ids outside the model's "
+            f"vocabulary of {vocab_size} pieces ({vocabulary}): {listed}. The records were made "
+            f"with a larger vocabulary: {way_on}")
+
+
+def _vocabulary_of(files: list[str]) -> dict:
+    """summary.json path -> the "vocabulary" it records, for the generator outputs that hold
+    `files` (summary.json sits in the output directory, the files in its train/ or
+    validation/, or beside it)."""
+    found = {}
+    for directory in sorted({os.path.dirname(f) for f in files}):
+        for candidate in (directory, os.path.dirname(directory)):
+            summary = os.path.join(candidate, "summary.json")
+            if summary in found:
+                break
+            if not tf.io.gfile.exists(summary):
+                continue
+            try:
+                with tf.io.gfile.GFile(summary) as f:
+                    recorded = json.load(f).get("vocabulary")
+            except (ValueError, AttributeError, tf.errors.OpError):
+                continue  # not the generator's summary: nothing to compare
+            if isinstance(recorded, dict):
+                found[summary] = recorded
+            break
+    return found
+
+
+def _checksum(spm_model: str) -> str | None:
+    from albert.tokenization import vocab_checksum
+
+    try:
+        return vocab_checksum(spm_model)
+    except OSError:
+        return None
+
+
 def count_nonempty_files(files: list[str]) -> int:
     """How many of `files` hold at least one record (reads at most one record per file).
     Call it on each rank with that rank's files and allgather the counts."""
@@ -339,14 +461,15 @@ class FileCheck:
     path: str
     records: int
     problem: str | None = None
-    kind: str | None = None  # "corrupt", "shape" or "unreadable" when there is a problem
+    kind: str | None = None  # "corrupt", "shape", "unreadable" or "vocabulary" (a problem's)
 
 
 def scan_file(path: str, spec: dict | None = None, batch_size: int = 4096,
-              on_records=None) -> FileCheck:
+              on_records=None, vocab_size: int | None = None) -> FileCheck:
     """Read every record of `path`, checking the framing (lengths and CRCs, GZIP stream) and,
-    with `spec`, every record's feature lengths. on_records(n) is called as records are read
-    (progress). Stops at the first problem; TensorFlow reading stops there too."""
+    with `spec`, every record's feature lengths, and with `vocab_size` too, that every token id
+    is in [0, vocab_size). on_records(n) is called as records are read (progress). Stops at the
+    first problem; TensorFlow reading stops there too."""
     ds = tf.data.TFRecordDataset(path, compression_type=_compression(path),
                                  buffer_size=8 << 20).batch(batch_size)
     records = 0
@@ -354,7 +477,7 @@ def scan_file(path: str, spec: dict | None = None, batch_size: int = 4096,
         for batch in ds:
             if spec is not None:
                 try:
-                    tf.io.parse_example(batch, spec)
+                    parsed = tf.io.parse_example(batch, spec)
                 except tf.errors.InvalidArgumentError:
                     for i, record in enumerate(batch.numpy()):
                         problem = record_shape_problem(record, spec)
@@ -365,6 +488,13 @@ def scan_file(path: str, spec: dict | None = None, batch_size: int = 4096,
                     # parse_example refused what the proto check accepts (e.g. a dtype).
                     return FileCheck(path, records, f"records from {records} on do not parse "
                                      "as pretraining features", "shape")
+                if vocab_size is not None:
+                    problem = _ids_outside(parsed, vocab_size)
+                    if problem:
+                        row, text = problem
+                        return FileCheck(path, records + row,
+                                         f"record {records + row}: {text}, outside the "
+                                         f"vocabulary of {vocab_size} pieces", "vocabulary")
             records += int(batch.shape[0])
             if on_records:
                 on_records(int(batch.shape[0]))
@@ -380,6 +510,20 @@ def scan_file(path: str, spec: dict | None = None, batch_size: int = 4096,
     except tf.errors.OpError as e:
         return FileCheck(path, records, f"unreadable ({_tf_message(e)})", "unreadable")
     return FileCheck(path, records)
+
+
+def _ids_outside(parsed: dict, vocab_size: int) -> tuple[int, str] | None:
+    """(row, what) of the first record of a parsed batch with a token id outside
+    [0, vocab_size); None when all fit."""
+    ids = {name: parsed[name].numpy() for name in _ID_FEATURES}
+    outside = {name: (v >= vocab_size) | (v < 0) for name, v in ids.items()}
+    rows = [i for i in range(len(ids["input_ids"]))
+            if any(o[i].any() for o in outside.values())]
+    if not rows:
+        return None
+    row = rows[0]
+    name = next(n for n in _ID_FEATURES if outside[n][row].any())
+    return row, f"{name} holds token id {int(ids[name][row][outside[name][row]][0])}"
 
 
 def warn_about_corrupt_files(files: list[str], rank: int = 0) -> list[FileCheck]:

@@ -1,0 +1,301 @@
+"""Issue 24, items 2, 6, 8, 12 and parts of 11 and 15, as a user hits them on the command line:
+inputs reached by several paths or through link loops, paths that look like globs or comma lists,
+records made with another vocabulary, and train_tokenizer's output directory."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from test_check_records import bad_lines, check_records
+from test_run_pretraining import base_args, run_cli
+
+
+def _cli(module, *argv, timeout=300, cwd=None):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.run([sys.executable, "-m", f"albert.{module}", *argv], capture_output=True,
+                          text=True, timeout=timeout, env=env, cwd=cwd)
+
+
+def _docs(tag, n):
+    """n documents (blank-line layout), each long enough for a sentence pair."""
+    return "".join(
+        f"The {tag} river number {i} runs through a quiet green valley today.\n"
+        f"Farmers near the {tag} river grow apples and pears every summer.\n"
+        f"Visitors to the {tag} valley walk along the water in the evening.\n\n"
+        for i in range(n))
+
+
+def _sha256(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+@pytest.fixture()
+def linked_corpus(tmp_path):
+    """corpus/: a.txt (3 documents), real/b.txt (4), linked -> ../elsewhere holding c.txt (5),
+    a second link to real/, and two link loops in one directory (self -> .., me -> .)."""
+    corpus = tmp_path / "corpus"
+    (corpus / "real").mkdir(parents=True)
+    (corpus / "loops").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (corpus / "a.txt").write_text(_docs("alder", 3))
+    (corpus / "real" / "b.txt").write_text(_docs("birch", 4))
+    (tmp_path / "elsewhere" / "c.txt").write_text(_docs("cedar", 5))
+    os.symlink("../elsewhere", corpus / "linked")
+    os.symlink("real", corpus / "zz_again")
+    os.symlink("..", corpus / "loops" / "self")
+    os.symlink(".", corpus / "loops" / "me")
+    return corpus
+
+
+# -- item 2: each file once, linked directories followed once, no loop, skips reported ---------
+
+
+def test_item2_symlink_loop_and_duplicate_paths_read_once_create_pretraining_data(
+        linked_corpus, sample_vocab, tmp_path):
+    """A `**` glob through two link loops ends (glob itself lists 2**40 paths), a directory
+    input follows its linked subdirectory (c.txt's 5 documents were lost), `a.txt ./a.txt` reads
+    a.txt once, and the summary and the closing line count what was skipped."""
+    out = tmp_path / "records"
+    proc = _cli("create_pretraining_data", "--input", "corpus/**/*.txt", "corpus",
+                "corpus/a.txt", "./corpus/a.txt", "--spm_model", sample_vocab,
+                "--output_dir", str(out), "--max_seq_length", "32",
+                "--max_predictions_per_seq", "4", "--num_shards", "1", "--processes", "1",
+                "--no_progress", timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert sorted(summary["input_files"]) == ["corpus/a.txt", "corpus/linked/c.txt",
+                                              "corpus/real/b.txt"]
+    assert summary["documents"] == 3 + 4 + 5
+    skipped = summary["skipped"]
+    # The glob listed a, b, c; the directory input the same 3 again; then a.txt twice.
+    assert skipped["duplicate_input_paths"] == 5
+    # loops/me, loops/self and zz_again, once by the glob's walk and once by the directory's.
+    assert skipped["repeated_input_directories"] == 6
+    assert "skipped nothing" not in proc.stdout
+    assert "5 duplicate input paths, 6 repeated input directories" in proc.stdout
+    assert "inputs skipped: paths to a file already listed (read once): 5" in proc.stderr
+    assert any("inputs skipped" in w for w in summary["warnings"])
+
+
+def test_item2_linked_directory_followed_once_train_tokenizer(linked_corpus, tmp_path):
+    """train_tokenizer lists inputs the same way: the linked subdirectory's documents count."""
+    proc = _cli("train_tokenizer", "--input", str(linked_corpus), str(linked_corpus / "a.txt"),
+                "--vocab_size", "50", "--output_dir", str(tmp_path / "v"), "--processes", "1",
+                timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "v" / "summary.json").read_text())
+    assert summary["documents"] == 3 + 4 + 5
+    assert [os.path.relpath(f, linked_corpus) for f in summary["input_files"]] == [
+        "a.txt", os.path.join("linked", "c.txt"), os.path.join("real", "b.txt")]
+    assert summary["skipped"] == {"duplicate_input_paths": 1, "repeated_input_directories": 3}
+    assert "skipped 1 duplicate input paths, 3 repeated input directories" in proc.stdout
+
+
+# -- item 12: a path that exists is taken literally; a comma split is said ----------------------
+
+
+def test_item12_bracket_and_comma_paths_create_pretraining_data_and_train_tokenizer(
+        sample_vocab, tmp_path):
+    (tmp_path / "part[1].txt").write_text(_docs("maple", 3))
+    (tmp_path / "part1.txt").write_text(_docs("willow", 4))  # what the glob `part[1]` means
+    (tmp_path / "north,south.txt").write_text(_docs("poplar", 2))
+    (tmp_path / "x.txt").write_text(_docs("hazel", 1))
+    (tmp_path / "y.txt").write_text(_docs("rowan", 1))
+    proc = _cli("create_pretraining_data", "--input", "part[1].txt", "north,south.txt",
+                "x.txt,y.txt", "--spm_model", sample_vocab, "--output_dir", "records",
+                "--max_seq_length", "32", "--max_predictions_per_seq", "4", "--num_shards", "1",
+                "--processes", "1", "--no_progress", timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "records" / "summary.json").read_text())
+    assert summary["input_files"] == ["part[1].txt", "north,south.txt", "x.txt", "y.txt"]
+    assert summary["documents"] == 3 + 2 + 1 + 1
+    assert "input 'x.txt,y.txt' is no path, so it was split at its commas into 'x.txt', " \
+           "'y.txt'" in proc.stderr
+    assert "north,south" not in proc.stderr  # an existing name is not split, nor logged
+
+    proc = _cli("train_tokenizer", "--input", "part[1].txt", "--vocab_size", "40",
+                "--output_dir", "v", "--processes", "1", timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "v" / "summary.json").read_text())
+    assert summary["input_files"] == ["part[1].txt"] and summary["documents"] == 3
+
+    proc = _cli("train_tokenizer", "--input", "x.txt,nothere.txt", "--output_dir", "w",
+                cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: input 'nothere.txt' (from 'x.txt,nothere.txt', split at its commas) matches "
+        "no file")
+
+
+def test_item12_bracket_and_comma_paths_reader_and_check_records(sample_records, tmp_path,
+                                                                 caplog):
+    from albert.data.reader import resolve_files
+
+    shard = sorted((sample_records / "train").iterdir())[0]
+    (tmp_path / "d[1]").mkdir()
+    shutil.copy(shard, tmp_path / "d[1]" / "part[0].tfrecord")
+    shutil.copy(shard, tmp_path / "a,b.tfrecord")
+    shutil.copy(shard, tmp_path / "c.tfrecord")
+    assert resolve_files("d[1]/part[0].tfrecord", str(tmp_path)) == [
+        str(tmp_path / "d[1]" / "part[0].tfrecord")]
+    assert resolve_files("d[1]", str(tmp_path)) == [str(tmp_path / "d[1]" / "part[0].tfrecord")]
+    assert resolve_files("a,b.tfrecord", str(tmp_path)) == [str(tmp_path / "a,b.tfrecord")]
+    with caplog.at_level("INFO", logger="albert.data.reader"):
+        both = resolve_files("c.tfrecord,d[1]", str(tmp_path))
+    assert both == [str(tmp_path / "c.tfrecord"), str(tmp_path / "d[1]" / "part[0].tfrecord")]
+    assert "split at its commas into 'c.tfrecord', 'd[1]'" in caplog.text
+
+    proc = check_records("d[1]/part[0].tfrecord", "a,b.tfrecord", "c.tfrecord,d[1]",
+                         "--filesystem_prefix", str(tmp_path), "--no_progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "checked 3 files" in proc.stdout
+    assert "'c.tfrecord,d[1]' is no path under" in proc.stderr
+    assert "'a,b.tfrecord' is no path" not in proc.stderr
+
+
+# -- item 6: records whose ids exceed the vocabulary ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_vocab(sample_corpus, tmp_path_factory):
+    """A 300-piece vocabulary: the sample records (2000 pieces) hold ids it does not have."""
+    from albert import train_tokenizer
+
+    out = tmp_path_factory.mktemp("small_vocab")
+    return train_tokenizer.train(train_tokenizer.parse_args([
+        "--input", str(sample_corpus), "--vocab_size", "300", "--output_dir", str(out),
+        "--processes", "1"]))
+
+
+def test_item6_records_with_ids_past_the_spm_model_are_one_error_at_start(
+        sample_records, small_vocab, tmp_path):
+    """Without a summary.json beside them (records from elsewhere) the first records show the
+    ids; with the generator's summary.json, its recorded vocabulary size is enough."""
+    bare = tmp_path / "bare" / "train"
+    shutil.copytree(sample_records / "train", bare)
+    proc = run_cli(base_args(tmp_path / "bare", small_vocab, tmp_path / "run"), check=False)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 4 of 4 TFRecord files hold token ids outside the model's "
+                           "vocabulary of 300 pieces (--spm_model ")
+    assert "input_ids holds token id" in last and "pass the --spm_model the data was made " \
+           "with" in last
+    assert "Traceback" not in proc.stderr and "train step" not in proc.stdout
+    assert not (tmp_path / "run" / "ckpt").exists() or not any(
+        (tmp_path / "run" / "ckpt").glob("ckpt-*"))
+
+    proc = run_cli(base_args(sample_records, small_vocab, tmp_path / "run2"), check=False)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the records beside ")
+    assert "were made with a vocabulary of 2000 pieces" in last
+    assert "larger than the model's 300 (--spm_model " in last
+    assert "Traceback" not in proc.stderr
+
+
+def test_item6_check_records_names_ids_outside_the_vocabulary(sample_records, sample_vocab,
+                                                              small_vocab):
+    proc = check_records("train", "--filesystem_prefix", str(sample_records), "--spm_model",
+                         small_vocab, "--no_progress")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    lines = bad_lines(proc.stdout)
+    assert len(lines) == 4
+    assert all("outside the vocabulary of 300 pieces" in line and "token id" in line
+               for line in lines)
+    assert "4 bad (0 corrupt, 0 wrong shape, 0 unreadable, 4 outside the vocabulary)" \
+        in proc.stdout
+    assert "pass the vocabulary the data was made with" in proc.stdout
+
+    proc = check_records("train", "--filesystem_prefix", str(sample_records), "--spm_model",
+                         sample_vocab, "--no_progress")
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "token ids below 2000" in proc.stdout
+    assert proc.stdout.rstrip().endswith("all good; 0 empty")
+
+    proc = check_records("train", "--filesystem_prefix", str(sample_records), "--spm_model",
+                         "missing.model", "--no_progress")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: SentencePiece model not found")
+
+
+def test_item6_token_id_check_reads_past_the_first_record(tmp_path):
+    """A file whose first record fits and whose third does not is still refused."""
+    import tensorflow as tf
+
+    from albert.data.reader import DataError, check_token_ids
+    from albert.data.tfrecord import TFRecordWriter
+
+    def record(top):
+        ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
+        return tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": ints([2, 7, top, 3]), "masked_lm_ids": ints([7, 0])})).SerializeToString()
+
+    path = tmp_path / "part-00000-of-00001.tfrecord"
+    with TFRecordWriter(str(path)) as writer:
+        for top in (9, 10, 500, 11):
+            writer.write(record(top))
+    check_token_ids([str(path)], 501)
+    with pytest.raises(DataError, match=r"1 of 1 TFRecord files .* 500 pieces .*record 2: "
+                                        r"input_ids holds token id 500"):
+        check_token_ids([str(path)], 500)
+
+
+# -- item 8 (+ item 15, item 11): train_tokenizer's output directory ----------------------------
+
+
+def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_identical(
+        sample_corpus, sample_vocab, tmp_path):
+    argv = ["--input", str(sample_corpus), "--vocab_size", "300", "--processes", "1",
+            "--output_dir", str(tmp_path / "v")]
+    first = _cli("train_tokenizer", *argv)
+    assert first.returncode == 0, first.stderr[-3000:]
+    model = tmp_path / "v" / "spiece.model"
+    digest = _sha256(model)
+    summary = json.loads((tmp_path / "v" / "summary.json").read_text())
+    assert summary["sha256"] == digest and summary["vocab_size"] == 300
+
+    again = _cli("train_tokenizer", *argv)
+    assert again.returncode == 2
+    assert again.stderr.strip().splitlines() == [
+        f"error: --output_dir {tmp_path / 'v'} already holds spiece.model (sha256 "
+        f"{digest[:12]}...); records and checkpoints made with it would not fit a new "
+        "vocabulary: choose another --output_dir, or pass --overwrite to replace it"]
+    assert _sha256(model) == digest
+
+    # Item 15: the same command again (a new temporary directory) writes the same bytes.
+    replaced = _cli("train_tokenizer", *argv, "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr[-3000:]
+    assert _sha256(model) == digest
+    assert not [n for n in os.listdir(tmp_path / "v") if n.startswith(".")]
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto.FromString(model.read_bytes())
+    assert list(proto.trainer_spec.input) == [] and proto.trainer_spec.model_prefix == ""
+
+    # The checksum travels with the records made with this vocabulary.
+    from albert.tokenization import vocab_checksum
+
+    assert vocab_checksum(str(model)) == digest
+    out = tmp_path / "records"
+    made = _cli("create_pretraining_data", "--input", str(sample_corpus), "--spm_model",
+                str(model), "--output_dir", str(out), "--max_seq_length", "32",
+                "--max_predictions_per_seq", "4", "--num_shards", "1", "--processes", "1",
+                "--no_progress")
+    assert made.returncode == 0, made.stderr[-3000:]
+    vocabulary = json.loads((out / "summary.json").read_text())["vocabulary"]
+    assert vocabulary == {"spm_model": str(model), "sha256": digest, "vocab_size": 300}
+
+
+def test_item11_train_tokenizer_output_dir_that_is_a_file(sample_corpus, tmp_path):
+    target = tmp_path / "vocab"
+    target.write_text("keep me\n")
+    proc = _cli("train_tokenizer", "--input", str(sample_corpus), "--output_dir", str(target))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: --output_dir {target} exists and is not a directory; choose a directory (it "
+        "is created when missing)"]
+    assert target.read_text() == "keep me\n"
