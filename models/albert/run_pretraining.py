@@ -143,6 +143,10 @@ def run(args) -> int:
 
     model = model_from_flags(AlbertForPreTraining, args, args.max_seq_length)
     config = model.config
+    from albert.data.reader import check_token_ids  # ids past the embedding table: stop here
+
+    check_token_ids([*train_files, *(val_files if args.val_dir else [])], config.vocab_size,
+                    args.spm_model)
     set_recompute(model, args.recompute)
 
     def schedule(step):
