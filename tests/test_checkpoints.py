@@ -257,26 +257,42 @@ def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_co
     assert int(phase2.step) == 0 and int(phase2.optimizer.updates) == 2
 
 
-def test_resume_under_the_other_bias_correction_is_refused(batches, tmp_path):
+def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tmp_path, caplog):
     from albert.checkpoints import CheckpointError
 
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
+    spec = {"learning_rate": 0.005, "bias_correction": False, "labels": ["no", "yes"],
+            "features": {"max_seq_length": 64, "doc_stride": 32}, "total_steps": 10}
     first = make_trainer()
     handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
     start_state(first, handler, load_from="scratch", checkpoint_path=None,
-                record={"started_from": start, "bias_correction": False})
+                record={"started_from": start, "spec": spec})
     first.train_step(batches[0])
     handler.save(1)
-    with pytest.raises(CheckpointError, match="trained with --bias_correction off; this command "
-                                              "says on. Use --bias_correction off to resume"):
+    changed = {**spec, "learning_rate": 0.05, "bias_correction": True, "labels": ["yes", "no"],
+               "features": {"max_seq_length": 64, "doc_stride": 16}}
+    with pytest.raises(CheckpointError) as e:
         again = make_trainer()
         start_state(again, CheckpointHandler(str(tmp_path), again.trackables(), Distributed()),
                     load_from="scratch", checkpoint_path=None,
-                    record={"started_from": start, "bias_correction": True})
+                    record={"started_from": start, "spec": changed})
+    message = str(e.value)
+    assert f"--checkpoint_dir {tmp_path} holds another run (step 1)" in message
+    for part in ("bias_correction: recorded False, now True",
+                 "features.doc_stride: recorded 32, now 16",
+                 "labels: recorded ['no', 'yes'], now ['yes', 'no']",
+                 "learning_rate: recorded 0.005, now 0.05", "--overwrite_checkpoint_dir"):
+        assert part in message, part
+    assert "max_seq_length" not in message
+    # More steps is allowed, and says what it does to the schedule.
     same = make_trainer()
-    assert start_state(same, CheckpointHandler(str(tmp_path), same.trackables(), Distributed()),
-                       load_from="scratch", checkpoint_path=None,
-                       record={"started_from": start, "bias_correction": False}) == "resumed"
+    with caplog.at_level("WARNING"):
+        assert start_state(same, CheckpointHandler(str(tmp_path), same.trackables(),
+                                                   Distributed()),
+                           load_from="scratch", checkpoint_path=None,
+                           record={"started_from": start,
+                                   "spec": {**spec, "total_steps": 20}}) == "resumed"
+    assert "--total_steps 10 -> 20: the learning rate now decays" in caplog.text
 
 
 def _counting_dataset(skip):

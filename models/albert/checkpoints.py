@@ -398,7 +398,10 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
                            "command's run", directory, RUN_RECORD)
         resumed = checkpoints.restore_latest()
         if resumed:
-            _check_optimizer_form(previous, record, directory)
+            if "spec" in record:
+                from albert.run_spec import check_resume
+
+                check_resume(previous, record["spec"], directory, int(trainer.step))
             logger.info("resuming from %s", resumed)
             how = "resumed"
         elif load_from == "checkpoint":
@@ -421,25 +424,6 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
     hows = ("new", "initialised", "resumed")
     code = trainer.dist.allgather_object(hows.index(how))[0]
     return hows[code]
-
-
-def _check_optimizer_form(previous: dict | None, record: dict, directory: str) -> None:
-    """A resume under the other --bias_correction would change the run's trajectory mid-way."""
-    if "bias_correction" not in record:
-        return
-    now = "on" if record["bias_correction"] else "off"
-    if previous is not None and "bias_correction" in previous:
-        before = "on" if previous["bias_correction"] else "off"
-        if before != now:
-            raise CheckpointError(
-                f"--checkpoint_dir {directory} holds a run trained with --bias_correction "
-                f"{before}; this command says {now}. Use --bias_correction {before} to resume it, "
-                f"a new --checkpoint_dir, or --overwrite_checkpoint_dir")
-    elif now == "on":
-        # Runs recorded before the flag existed trained with uncorrected moments.
-        logger.warning("%s holds a run started before bias correction existed (uncorrected "
-                       "moments); it continues with --bias_correction on. Add --bias_correction "
-                       "off to continue it as it began", directory)
 
 
 def mark_finished(directory: str, step: int, dist) -> None:

@@ -18,17 +18,21 @@ logger = logging.getLogger("albert.finetune")
 
 
 def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, make_data,
-              spm_model: str, dist, metrics, what: str = "features", record=None):
+              spm_model: str, dist, metrics, task: str, features: dict, labels=None,
+              what: str = "features", record=None):
     """Fine-tune `model` (resuming the run in --checkpoint_dir when it started the same way).
 
     make_data(plan, skip_records) -> a tf.data.Dataset of dicts of [accumulation, micro-batch, ...]
     tensors, this rank's share, repeated, skipping `skip_records` of its records first.
-    `examples`: training examples (features) in all, for --num_train_epochs. `record`: extra
-    fields for the run record. Returns (status "done"|"stopped"|"finished", step, XLA plan).
+    `examples`: training examples (features) in all, for --num_train_epochs. task, features
+    (the feature settings) and labels (in id order) enter the run spec (albert.run_spec);
+    `record`: extra fields for the run record. Returns (status "done"|"stopped"|"finished",
+    step, XLA plan).
     """
     from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
     from albert.loop import fit
     from albert.optimization import learning_rate_at, make_optimizer
+    from albert.run_spec import data_files, environment, run_spec
     from albert.trainer import Trainer
 
     plan = batch_plan_from_flags(args, dist.size)
@@ -67,9 +71,13 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
                       overwrite=args.overwrite_checkpoint_dir,
                       record={"started_from": started_from(args), "xla": xla._asdict(),
                               "batch_plan": plan.as_dict(), "total_steps": total_steps,
-                              "bias_correction": args.bias_correction == "on",
-                              "train_file": os.path.realpath(args.train_file),
-                              **(record or {}), "finished": False})
+                              "spec": run_spec(args, task=task, config=model.config,
+                                               global_batch=plan.global_batch,
+                                               total_steps=total_steps, warmup_steps=warmup,
+                                               data=data_files([args.train_file]),
+                                               vocab=spm_model, features=features,
+                                               labels=labels),
+                              **environment(), **(record or {}), "finished": False})
     step = int(trainer.step)
     if how == "resumed" and step >= total_steps:
         if dist.is_chief:

@@ -41,7 +41,10 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batch: int,
-                       optimizer: str, run_name: str) -> None:
+                       optimizer: str, run_name: str, under_output_dir: bool = False) -> None:
+    """under_output_dir: a fine-tuner's checkpoints and logs default to <--output_dir>/..., so
+    two experiments with two output directories never share (and resume) one checkpoint
+    directory (see resolve_run_dirs)."""
     g = p.add_argument_group("training")
     g.add_argument("--filesystem_prefix", default=".",
                    help="root for relative data paths (aws-samples: /fsx on the cloud)")
@@ -95,12 +98,17 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--log_frequency", type=int, default=10)
     g.add_argument("--checkpoint_frequency", type=int, default=1000)
     g.add_argument("--keep_checkpoints", type=int, default=5)
-    g.add_argument("--checkpoint_dir", default=os.path.join("runs", run_name, "checkpoints"),
-                   help="this run's checkpoints; a run already there resumes if this command "
-                        "starts the same way, else the command is refused")
+    where = "<output_dir>" if under_output_dir else os.path.join("runs", run_name)
+    g.add_argument("--checkpoint_dir", default=None if under_output_dir else
+                   os.path.join(where, "checkpoints"),
+                   help=f"this run's checkpoints (default {os.path.join(where, 'checkpoints')}); "
+                        "a run already there resumes if this command describes the same run, "
+                        "else the command is refused")
     g.add_argument("--overwrite_checkpoint_dir", action="store_true",
                    help="discard the run in --checkpoint_dir and start this one")
-    g.add_argument("--log_dir", default=os.path.join("runs", run_name, "logs"))
+    g.add_argument("--log_dir", default=None if under_output_dir else os.path.join(where, "logs"),
+                   help=f"metrics.jsonl and TensorBoard events (default "
+                        f"{os.path.join(where, 'logs')})")
     g.add_argument("--no_progress", action="store_true", help="no progress bar")
     g.add_argument("--plan_only", action="store_true",
                    help="print the batch plan and the memory plan per GPU (and check the flags), "
@@ -108,6 +116,17 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--plan_ranks", type=int, default=None,
                    help="with --plan_only: plan for this many ranks (e.g. 8 GPUs) instead of "
                         "this process's")
+
+
+def resolve_run_dirs(args) -> None:
+    """A fine-tuner's directories: what was not given lives under --output_dir; and
+    --overwrite_output_dir discards the run there as --overwrite_checkpoint_dir does."""
+    for name, sub in (("checkpoint_dir", "checkpoints"), ("log_dir", "logs"),
+                      ("cache_dir", "cache")):
+        if getattr(args, name, "unset") is None:
+            setattr(args, name, os.path.join(args.output_dir, sub))
+    if getattr(args, "overwrite_output_dir", False):
+        args.overwrite_checkpoint_dir = True
 
 
 def _micro_batch(text: str):

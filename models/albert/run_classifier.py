@@ -26,6 +26,7 @@ or prefix; --load_from pretrained: an exported classifier); a checkpoint without
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -39,6 +40,7 @@ from albert.flags import (
     add_training_flags,
     check_training_flags,
     model_from_flags,
+    resolve_run_dirs,
     run_main,
     tokenizer_path,
     xla_plan_from_flags,
@@ -84,12 +86,20 @@ def parse_args(argv=None):
     g.add_argument("--warmup_proportion", type=float, default=0.1,
                    help="warmup as a fraction of the steps when --warmup_steps is not given")
     g.add_argument("--eval_batch_size", type=int, default=64)
-    g.add_argument("--output_dir", default=os.path.join("runs", "classifier"))
-    g.add_argument("--cache_dir", default=os.path.join("runs", "classifier_cache"))
+    g.add_argument("--output_dir", default=os.path.join("runs", "classifier"),
+                   help="this run's results, and its checkpoints, logs and feature cache unless "
+                        "given apart; one run per directory")
+    g.add_argument("--overwrite_output_dir", action="store_true",
+                   help="discard the run in --output_dir (its checkpoints) and start this one")
+    g.add_argument("--cache_dir", default=None,
+                   help="feature cache, keyed by file, vocabulary and settings (default "
+                        "<output_dir>/cache; share one between runs to featurize once)")
     add_model_flags(p)
-    add_training_flags(p, learning_rate=2e-5, batch=32, optimizer="adamw", run_name="classifier")
+    add_training_flags(p, learning_rate=2e-5, batch=32, optimizer="adamw", run_name="classifier",
+                       under_output_dir=True)
     p.set_defaults(warmup_steps=None, log_frequency=50)
     args = p.parse_args(argv)
+    resolve_run_dirs(args)
     if not (args.train_file or args.eval_file or args.predict_file):
         p.error("give --train_file, --eval_file, --predict_file, or several")
     return args
@@ -297,10 +307,24 @@ def _fine_tuned_model(args, spec: Spec):
 
     path = args.checkpoint_path or args.checkpoint_dir
     record = _recorded(path) if args.load_from == "checkpoint" else {}
-    spec.labels = spec.labels or (tuple(record["labels"]) if record.get("labels") else None)
-    num_labels = 1 if spec.task == "regression" else (len(spec.labels) if spec.labels else None)
+    trained = tuple(record["labels"]) if record.get("labels") else None
+    asked = spec.labels
+    names = trained or asked
+    num_labels = 1 if spec.task == "regression" else (len(names) if names else None)
+    # The labels the model was trained with (its run record, else its id2label) decide what its
+    # output ids mean; flags may only repeat them: in another order they would swap its answers.
     model = load_model(AlbertForSequenceClassification, path, num_labels=num_labels,
-                       label_names=list(spec.labels) if spec.labels else None)
+                       label_names=list(trained) if trained else None)
+    trained = trained or (tuple(model.label_names) if model.label_names else None)
+    if asked is not None and trained is not None and tuple(asked) != trained:
+        given = f"--labels {args.labels}" if args.labels is not None else \
+            f"--glue_task {args.glue_task}'s labels {','.join(asked)}"
+        raise FlagError(f"{given}: the model in {path} was trained with the labels "
+                        f"{','.join(trained)} (in id order); drop --labels (the model's are used) "
+                        "or give them in that order")
+    spec.labels = trained or asked
+    if spec.labels and model.label_names is None:
+        model.label_names = tuple(spec.labels)
     logger.info("evaluating with the fine-tuned weights of %s", path)
     if spec.task is None:
         spec.task = record.get("task") or ("regression" if model.num_labels == 1
@@ -400,6 +424,9 @@ def train(args, model, prefix, spec, spm_model, dist, metrics):
     return fine_tune(args, model, loss_fn=loss_fn, metric_names=names, metrics_fn=metrics_fn,
                      examples=data.read_feature_meta(prefix)["examples"], make_data=make_data,
                      spm_model=spm_model, dist=dist, metrics=metrics, what="examples",
+                     task=spec.task, labels=spec.labels,
+                     features={"max_seq_length": args.max_seq_length,
+                               "columns": list(dataclasses.astuple(spec.columns))},
                      record={"task": spec.task,
                              "labels": list(spec.labels) if spec.labels else None})
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 
 from albert.flags import (
@@ -115,6 +116,7 @@ def run(args) -> int:
     from albert.optimization import learning_rate_at, make_optimizer
     from albert.precision import set_precision
     from albert.run_logging import MetricsLogger
+    from albert.run_spec import data_files, environment, run_spec
     from albert.trainer import Trainer
 
     dist = distributed.init()
@@ -190,8 +192,16 @@ def run(args) -> int:
                       overwrite=args.overwrite_checkpoint_dir,
                       record={"started_from": started_from(args), "xla": xla._asdict(),
                               "batch_plan": plan.as_dict(), "total_steps": args.total_steps,
-                              "bias_correction": args.bias_correction == "on",
-                              "finished": False})
+                              "spec": run_spec(
+                                  args, task="pretraining", config=config,
+                                  global_batch=plan.global_batch, total_steps=args.total_steps,
+                                  warmup_steps=args.warmup_steps, data=data_files(train_files),
+                                  vocab=args.spm_model,
+                                  features={"max_seq_length": args.max_seq_length,
+                                            "max_predictions_per_seq":
+                                                args.max_predictions_per_seq,
+                                            "shuffle_buffer": args.shuffle_buffer}),
+                              **environment(), "finished": False})
     step = int(trainer.step)
     if dist.is_chief:
         params = sum(int(tf.size(v)) for v in model.weights)
@@ -257,7 +267,7 @@ def run(args) -> int:
     mark_finished(args.checkpoint_dir, int(trainer.step), dist)
     if dist.is_chief:
         print(f"done: {int(trainer.step)} steps; Hugging Face export in {export}; "
-              f"TensorBoard: tensorboard --logdir {args.log_dir}", flush=True)
+              f"TensorBoard: tensorboard --logdir {shlex.quote(args.log_dir)}", flush=True)
     dist.barrier()
     return 0
 

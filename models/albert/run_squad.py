@@ -19,6 +19,7 @@ refused rather than scored.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -30,6 +31,7 @@ from albert.flags import (
     add_training_flags,
     check_training_flags,
     model_from_flags,
+    resolve_run_dirs,
     run_main,
     tokenizer_path,
     xla_plan_from_flags,
@@ -58,15 +60,23 @@ def parse_args(argv=None):
     g.add_argument("--warmup_proportion", type=float, default=0.1,
                    help="warmup as a fraction of the steps when --warmup_steps is not given")
     g.add_argument("--eval_batch_size", type=int, default=64)
-    g.add_argument("--output_dir", default=os.path.join("runs", "squad"))
-    g.add_argument("--cache_dir", default=os.path.join("runs", "squad_cache"))
+    g.add_argument("--output_dir", default=os.path.join("runs", "squad"),
+                   help="this run's results, and its checkpoints, logs and feature cache unless "
+                        "given apart; one run per directory")
+    g.add_argument("--overwrite_output_dir", action="store_true",
+                   help="discard the run in --output_dir (its checkpoints) and start this one")
+    g.add_argument("--cache_dir", default=None,
+                   help="feature cache, keyed by file, vocabulary and settings (default "
+                        "<output_dir>/cache; share one between runs to featurize once)")
     g.add_argument("--export_dir", default=None,
                    help="also write the fine-tuned model as a SavedModel here (the layout of "
                         "python -m albert.export; serve it or ask it with python -m albert.answer)")
     add_model_flags(p)
-    add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad")
+    add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad",
+                       under_output_dir=True)
     p.set_defaults(warmup_steps=None, log_frequency=50)
     args = p.parse_args(argv)
+    resolve_run_dirs(args)
     if not args.train_file and not args.predict_file:
         p.error("give --train_file, --predict_file or both")
     return args
@@ -223,7 +233,8 @@ def train(args, model, tokenizer, spm_model, settings, dist, metrics):
 
     return fine_tune(args, model, loss_fn=squad_loss, metric_names=SQUAD_METRICS,
                      metrics_fn=squad_metrics, examples=sum(1 for _ in records),
-                     make_data=make_data, spm_model=spm_model, dist=dist, metrics=metrics)
+                     make_data=make_data, spm_model=spm_model, dist=dist, metrics=metrics,
+                     task="squad", features=dataclasses.asdict(settings))
 
 
 def predict(model, prefix, args, dist, xla: bool) -> dict:

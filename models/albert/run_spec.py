@@ -1,0 +1,139 @@
+"""What a run is: everything that decides its trajectory, resolved once, recorded whole in its
+run record (run.json) and checked when the run resumes.
+
+A resume continues a run only if the command describes the same run: the same model config and
+start, data, vocabulary (by content), task and feature settings, labels in the same order, seed,
+optimizer and schedule, global batch and precision. Anything else would silently mix two
+experiments in one checkpoint directory (a learning rate that jumps mid-run, labels that swap ids).
+What may differ on a resume: how the global batch is split into micro-batches, accumulation and
+ranks (the update is the same; the input stream is replayed when the split changes), the XLA plan
+(kept as recorded), logging and checkpoint frequencies, and --total_steps (logged with what it does
+to the learning-rate schedule).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+
+logger = logging.getLogger("albert.run_spec")
+
+# Spec entries a resume may change; everything else must match the recorded run.
+MAY_CHANGE = frozenset({"total_steps"})
+
+
+def file_sha256(path: str, _cache: dict = {}) -> str:  # noqa: B006 - a per-process memo
+    """Content checksum of a (vocabulary) file, so two files of one name are told apart."""
+    key = (os.path.realpath(path), os.path.getsize(path), os.path.getmtime(path))
+    if key not in _cache:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        _cache[key] = digest.hexdigest()
+    return _cache[key]
+
+
+def data_files(paths) -> list[str]:
+    """Training data as the record holds it: real paths and sizes (a changed or added file is a
+    different run; hashing gigabytes of shards at every start would not pay)."""
+    return [f"{os.path.realpath(p)} ({os.path.getsize(p)} bytes)" for p in sorted(paths)]
+
+
+def run_spec(args, *, task: str, config, global_batch: int, total_steps: int, warmup_steps: int,
+             data: list[str], vocab: str | None, features: dict, labels=None) -> dict:
+    """The run's identity as a flat, JSON-ready dict (see the module docstring)."""
+    from albert.flags import started_from
+
+    return {
+        "task": task,
+        "started_from": started_from(args),
+        "model_config": config.to_dict(),
+        "data": data,
+        "vocabulary_sha256": file_sha256(vocab) if vocab else None,
+        "features": dict(features),
+        "labels": list(labels) if labels is not None else None,
+        "seed": args.seed,
+        "optimizer": args.optimizer,
+        "bias_correction": args.bias_correction == "on",
+        "learning_rate": args.learning_rate,
+        "end_learning_rate": args.end_learning_rate,
+        "lr_decay": args.lr_decay,
+        "decay_power": args.decay_power,
+        "warmup_steps": warmup_steps,
+        "weight_decay": args.weight_decay,
+        "max_grad_norm": args.max_grad_norm,
+        "global_batch": global_batch,
+        "precision": args.precision,
+        "fp16_allreduce": bool(args.fp16_allreduce),
+        "total_steps": total_steps,
+    }
+
+
+def environment() -> dict:
+    """The command line and the versions that produced a run, for the record."""
+    import importlib.metadata as md
+
+    import tensorflow as tf
+
+    versions = {"python": sys.version.split()[0], "tensorflow": tf.__version__}
+    for name in ("albert", "keras", "horovod", "transformers", "sentencepiece", "numpy"):
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = ["-m", main.name] if main is not None else sys.argv[:1]  # as typed: python -m ...
+    return {"command": [os.path.basename(sys.executable), *program, *sys.argv[1:]],
+            "versions": versions}
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def differences(before: dict, now: dict) -> list[str]:
+    """One 'key: recorded X, now Y' per entry that differs (nested dicts by their own keys)."""
+    out = []
+    for key in sorted(set(before) | set(now)):
+        if key in MAY_CHANGE:
+            continue
+        a, b = before.get(key), now.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{key}.{d}" for d in differences(a, b)]
+        else:
+            out.append(f"{key}: recorded {_show(a)}, now {_show(b)}")
+    return out
+
+
+def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -> None:
+    """Refuse to resume the run recorded in `directory` under another spec; log a changed
+    --total_steps. `previous` is the recorded run record (None: none)."""
+    from albert.checkpoints import CheckpointError
+
+    recorded = (previous or {}).get("spec")
+    if recorded is None:
+        logger.warning("%s holds a run recorded before run specs: its settings cannot be "
+                       "compared with this command's", directory)
+        if spec.get("bias_correction"):
+            # Such runs trained with Google's uncorrected moments.
+            logger.warning("it continues with --bias_correction on; add --bias_correction off "
+                           "to continue it as it began")
+        return
+    diffs = differences(recorded, spec)
+    if diffs:
+        raise CheckpointError(
+            f"--checkpoint_dir {directory} holds another run (step {step}); this command "
+            f"differs in {'; '.join(diffs)}. Resume it with the recorded settings, use a new "
+            "--output_dir / --checkpoint_dir, or add --overwrite_checkpoint_dir "
+            "(--overwrite_output_dir) to discard it")
+    old, new = recorded.get("total_steps"), spec.get("total_steps")
+    if old != new:
+        logger.warning("--total_steps %s -> %s: the learning rate now decays to "
+                       "--end_learning_rate over %s updates instead of %s (the run is at "
+                       "update %d)", old, new, new, old, step)

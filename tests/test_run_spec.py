@@ -1,0 +1,115 @@
+"""One run, one spec (albert.run_spec), as a user meets it through run_classifier: experiments in
+two output directories stay apart, a resume under other settings is refused naming each, labels
+in another order never relabel a trained classifier."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert.data.classification_sample import write_task
+from albert.run_spec import differences
+
+
+def run_classifier(argv, check=True):
+    proc = subprocess.run([sys.executable, "-m", "albert.run_classifier", *argv],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if check:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def refused(proc, *parts):
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, proc.stderr[-2000:]
+    for part in parts:
+        assert part in errors[0], errors[0]
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def topic(tmp_path_factory):
+    out = tmp_path_factory.mktemp("spec_topic")
+    write_task(str(out), "topic", seed=0)
+    return out
+
+
+def argv(topic, vocab, output_dir, lr="5e-4", steps="5", *extra):
+    return ["--train_file", str(topic / "train.tsv"), "--model_size", "tiny",
+            "--config_override", "num_hidden_layers=1", "--spm_model", vocab,
+            "--max_seq_length", "32", "--per_gpu_batch_size", "8", "--learning_rate", lr,
+            "--total_steps", steps, "--log_frequency", "5", "--output_dir", str(output_dir),
+            "--no_progress", "--xla", "off", *extra]
+
+
+def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path):
+    a, b = tmp_path / "expA", tmp_path / "expB"
+    run_classifier(argv(topic, sample_vocab, a))
+    # Finding 1: B has its own checkpoints under its --output_dir; it does not resume A.
+    second = run_classifier(argv(topic, sample_vocab, b, "1e-4", "10"))
+    assert "resuming" not in second.stderr and "train step 10 " in second.stdout
+    assert "train step 5 " in second.stdout
+    for run, lr, steps in ((a, 5e-4, 5), (b, 1e-4, 10)):
+        record = json.loads((run / "checkpoints" / "run.json").read_text())
+        assert record["spec"]["learning_rate"] == lr and record["step"] == steps
+        assert record["spec"]["labels"] == sorted(record["spec"]["labels"])
+        assert record["spec"]["vocabulary_sha256"] and record["versions"]["tensorflow"]
+        assert "albert.run_classifier" in " ".join(record["command"])
+        assert (run / "logs" / "metrics.jsonl").exists() and list((run / "cache").iterdir())
+    # Finding 2: A's command with another learning rate and more steps: refused, naming it.
+    refused(run_classifier(argv(topic, sample_vocab, a, "5e-3", "10"), check=False),
+            f"--checkpoint_dir {a / 'checkpoints'} holds another run (step 5)",
+            "learning_rate: recorded 0.0005, now 0.005", "--overwrite_output_dir")
+    # More steps alone resume, and say what that does to the schedule.
+    longer = run_classifier(argv(topic, sample_vocab, a, "5e-4", "8"))
+    assert "resuming from" in longer.stderr and "--total_steps 5 -> 8" in longer.stderr
+    assert "train step 5 " not in longer.stdout
+    # Finding 3 on resume: the same labels in another order are another run.
+    labels = json.loads((a / "checkpoints" / "run.json").read_text())["spec"]["labels"]
+    reordered = ",".join(reversed(labels))
+    refused(run_classifier(argv(topic, sample_vocab, a, "5e-4", "9", "--labels", reordered),
+                           check=False),
+            f"labels: recorded {labels!r}, now {list(reversed(labels))!r}")
+    # Told to discard: starts over.
+    fresh = run_classifier(argv(topic, sample_vocab, a, "5e-3", "5", "--overwrite_output_dir"))
+    assert "discarding the run" in fresh.stderr and "resuming" not in fresh.stderr
+
+
+def test_eval_only_refuses_labels_in_another_order(topic, sample_vocab, tmp_path):
+    run = tmp_path / "trained"
+    run_classifier(argv(topic, sample_vocab, run))
+    labels = json.loads((run / "checkpoints" / "run.json").read_text())["spec"]["labels"]
+    reordered = ",".join(reversed(labels))
+    base = ["--eval_file", str(topic / "dev.tsv"), "--spm_model", sample_vocab,
+            "--max_seq_length", "32", "--output_dir", str(tmp_path / "eval"), "--no_progress",
+            "--xla", "off"]
+    for source in (["--load_from", "checkpoint", "--checkpoint_path", str(run / "checkpoints")],
+                   ["--load_from", "pretrained", "--checkpoint_path",
+                    str(run / "checkpoints" / "final")]):
+        refused(run_classifier(base + source + ["--labels", reordered], check=False),
+                f"--labels {reordered}: the model in", f"was trained with the labels "
+                f"{','.join(labels)} (in id order)")
+        # The same labels in their order, or none, score as trained.
+        same = run_classifier(base + source + ["--labels", ",".join(labels)])
+        plain = run_classifier(base + source)
+        scores = [json.loads((tmp_path / "eval" / "eval_results.json").read_text())
+                  for _ in (0,)]
+        assert scores[0]["labels"] == labels
+        assert same.stdout.split("eval on")[1].split(";")[0] == \
+            plain.stdout.split("eval on")[1].split(";")[0]
+
+
+def test_differences_name_each_entry_and_ignore_total_steps():
+    before = {"learning_rate": 1e-3, "total_steps": 10, "features": {"max_seq_length": 64},
+              "labels": ["a", "b"]}
+    assert differences(before, {**before, "total_steps": 20}) == []
+    assert differences(before, {**before, "features": {"max_seq_length": 128},
+                                "labels": ["b", "a"], "seed": 3}) == [
+        "features.max_seq_length: recorded 64, now 128",
+        "labels: recorded ['a', 'b'], now ['b', 'a']",
+        "seed: recorded None, now 3"]
