@@ -32,6 +32,7 @@ from albert.flags import FlagError, user_errors
 logger = logging.getLogger("albert.answer")
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+WINDOW_DEFAULTS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 
 
 def parse_args(argv=None):
@@ -47,12 +48,17 @@ def parse_args(argv=None):
                    help="write JSON lines here (default: stdout for --input)")
     p.add_argument("--spm_model", default=None,
                    help="SentencePiece vocabulary (default: the one that comes with --model)")
-    p.add_argument("--squad_version", choices=("squadv1", "squadv2"), default="squadv2",
-                   help="squadv2: the model may prefer no answer; squadv1: always answer")
+    p.add_argument("--squad_version", choices=("squadv1", "squadv2"), default=None,
+                   help="squadv2: the model may prefer no answer; squadv1: always answer "
+                        "(default: the model's fine-tuning data's, else squadv2)")
     p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
-    p.add_argument("--max_seq_length", type=int, default=384)
-    p.add_argument("--doc_stride", type=int, default=128)
-    p.add_argument("--max_query_length", type=int, default=64)
+    g = p.add_argument_group(
+        "windows", "the model's own settings by default: those it was fine-tuned with (the task "
+        "card its export carries); a value that differs is refused. A model without a card "
+        f"(from elsewhere, or older) uses run_squad's defaults {WINDOW_DEFAULTS}")
+    g.add_argument("--max_seq_length", type=int, default=None)
+    g.add_argument("--doc_stride", type=int, default=None)
+    g.add_argument("--max_query_length", type=int, default=None)
     p.add_argument("--n_best_size", type=int, default=20)
     p.add_argument("--max_answer_length", type=int, default=30)
     p.add_argument("--batch_size", type=int, default=64,
@@ -80,7 +86,7 @@ def check_args(args) -> None:
         check_output_file(args.output)
     for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
                  "max_answer_length", "batch_size"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise FlagError(f"--{name} must be >= 1, got {getattr(args, name)}")
 
 
@@ -190,6 +196,39 @@ def load_qa_model(path: str):
     return logits_fn, model.config, vocabulary_file(path)
 
 
+def apply_task_card(args, spm_model: str) -> None:
+    """Windows, SQuAD version and vocabulary as the model was fine-tuned (its task card): a flag
+    left out takes the model's setting, a flag that differs is an error (other windows than
+    training's give other answers). Inference knobs (batch size, n-best, thresholds) are free."""
+    from albert.run_spec import file_sha256, read_task_card
+
+    card = read_task_card(args.model) or {}
+    if card.get("task") not in (None, "squad"):
+        raise FlagError(f"--model {args.model} was fine-tuned for {card['task']}, not question "
+                        "answering")
+    features = card.get("features") or {}
+    for name, default in WINDOW_DEFAULTS.items():
+        trained, given = features.get(name), getattr(args, name)
+        if given is not None and trained is not None and given != trained:
+            raise FlagError(f"--{name} {given} differs from the {trained} that --model "
+                            f"{args.model} was fine-tuned with: drop --{name}")
+        setattr(args, name, given if given is not None else trained or default)
+    trained_version = {"v1.1": "squadv1", "v2.0": "squadv2"}.get(features.get("squad_version"))
+    if args.squad_version and trained_version and args.squad_version != trained_version:
+        raise FlagError(f"--squad_version {args.squad_version} differs from the {trained_version}"
+                        f" data --model {args.model} was fine-tuned on: drop --squad_version")
+    args.squad_version = args.squad_version or trained_version or "squadv2"
+    checksum = card.get("vocabulary_sha256")
+    if checksum and file_sha256(spm_model) != checksum:
+        raise FlagError(f"the vocabulary {spm_model} is not the one --model {args.model} was "
+                        "fine-tuned with (its content differs): drop --spm_model, or give that "
+                        "one")
+    if card:
+        logger.info("windows as fine-tuned: --max_seq_length %d --doc_stride %d "
+                    "--max_query_length %d, %s", args.max_seq_length, args.doc_stride,
+                    args.max_query_length, args.squad_version)
+
+
 # -- answering ----------------------------------------------------------------------------------
 
 
@@ -270,6 +309,7 @@ def run(args, records: list[dict]) -> int:
     if not spm_model:
         raise FlagError(f"no vocabulary comes with --model {args.model} (spiece.model or "
                         "30k-clean.model); pass --spm_model")
+    apply_task_card(args, spm_model)
     if args.max_seq_length > config.max_position_embeddings:
         raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
                         f"max_position_embeddings ({config.max_position_embeddings})")

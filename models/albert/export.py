@@ -152,13 +152,15 @@ def _hint(path: str) -> str:
 
 
 def export_saved_model(model, output_dir: str, task: str, spm_model: str | None = None, *,
-                       overwrite: bool = False, protect=()) -> str:
+                       overwrite: bool = False, protect=(), card: dict | None = None) -> str:
     """Write `model` as a SavedModel in `output_dir` and return it. An existing SavedModel there
     is replaced; anything else only as check_output_dir allows (`overwrite`, `protect`).
 
     Signature `serving_default`: int32 input_ids, attention_mask, token_type_ids [batch, seq] ->
     the TASKS[task] outputs, float32, computed in float32 (see float32_copy). spm_model (a
-    SentencePiece file) becomes assets/spiece.model and the config assets/config.json. Written to
+    SentencePiece file) becomes assets/spiece.model, the config assets/config.json and the task
+    card (albert.run_spec: the windows and labels it was fine-tuned with) assets/
+    albert_task.json. Written to
     a temporary sibling and renamed into place, so a model server watching the parent never sees
     a half-written version.
     """
@@ -193,6 +195,10 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         # Assets are copied into the SavedModel under their base names, hence the staging copy.
         model.config.to_json_file(os.path.join(staging, "config.json"))
         assets = [os.path.join(staging, "config.json")]
+        if card is not None:
+            from albert.run_spec import write_task_card
+
+            assets.append(write_task_card(staging, card))
         if spm_model is not None:
             shutil.copyfile(spm_model, os.path.join(staging, "spiece.model"))
             assets.append(os.path.join(staging, "spiece.model"))
@@ -265,8 +271,16 @@ def run(args, source: str | None = None) -> int:
         raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
                         f"vocab_size is {model.config.vocab_size}: pass the --spm_model it was "
                         "trained with")
+    from albert.run_spec import file_sha256, read_task_card
+
+    card = read_task_card(path)
+    if card and card.get("vocabulary_sha256") and args.spm_model \
+            and file_sha256(spm_model) != card["vocabulary_sha256"]:
+        raise FlagError(f"--spm_model {spm_model} is not the vocabulary {path} was fine-tuned "
+                        "with (its content differs): drop --spm_model to export the one beside "
+                        "the checkpoint")
     out = export_saved_model(model, args.output_dir, args.task, spm_model=spm_model,
-                             overwrite=args.overwrite, protect=[source])
+                             overwrite=args.overwrite, protect=[source], card=card)
     print(f"exported {args.task} SavedModel to {out} (signature serving_default: "
           f"{', '.join(TASKS[args.task][2])})", flush=True)
     return 0

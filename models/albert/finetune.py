@@ -32,7 +32,7 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
     from albert.loop import fit
     from albert.optimization import learning_rate_at, make_optimizer
-    from albert.run_spec import data_files, environment, run_spec
+    from albert.run_spec import data_files, environment, run_spec, task_card, write_task_card
     from albert.trainer import Trainer
 
     plan = batch_plan_from_flags(args, dist.size)
@@ -56,6 +56,10 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     xla = xla_plan_from_flags(args, dist, recorded=(previous or {}).get("xla"))
     if dist.is_chief:
         logger.info("%s", xla.describe())
+    spec = run_spec(args, task=task, config=model.config, global_batch=plan.global_batch,
+                    total_steps=total_steps, warmup_steps=warmup,
+                    data=data_files([args.train_file]), vocab=spm_model, features=features,
+                    labels=labels)
     trainer = Trainer(model, loss_fn, optimizer, schedule, dist, metric_names=metric_names,
                       accum_steps=plan.accumulation, precision=args.precision, xla=xla.update,
                       xla_gradient=xla.gradient, eager=args.eager,
@@ -71,13 +75,8 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
                       overwrite=args.overwrite_checkpoint_dir,
                       record={"started_from": started_from(args), "xla": xla._asdict(),
                               "batch_plan": plan.as_dict(), "total_steps": total_steps,
-                              "spec": run_spec(args, task=task, config=model.config,
-                                               global_batch=plan.global_batch,
-                                               total_steps=total_steps, warmup_steps=warmup,
-                                               data=data_files([args.train_file]),
-                                               vocab=spm_model, features=features,
-                                               labels=labels),
-                              **environment(), **(record or {}), "finished": False})
+                              "spec": spec, **environment(), **(record or {}),
+                              "finished": False})
     step = int(trainer.step)
     if how == "resumed" and step >= total_steps:
         if dist.is_chief:
@@ -98,7 +97,8 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     step = int(trainer.step)
     if status == "done":
         if dist.is_chief:
-            model.save_pretrained(os.path.join(args.checkpoint_dir, "final"),
-                                  spm_model=spm_model)
+            final = os.path.join(args.checkpoint_dir, "final")
+            model.save_pretrained(final, spm_model=spm_model)
+            write_task_card(final, task_card(spec))  # the windows and labels it was tuned with
         mark_finished(args.checkpoint_dir, step, dist)
     return status, step, xla

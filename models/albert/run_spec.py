@@ -137,3 +137,45 @@ def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -
         logger.warning("--total_steps %s -> %s: the learning rate now decays to "
                        "--end_learning_rate over %s updates instead of %s (the run is at "
                        "update %d)", old, new, new, old, step)
+
+
+# -- what an exported model carries -------------------------------------------------------------
+# A fine-tuned model is only usable as it was trained: the same windows (max_seq_length,
+# doc_stride, max_query_length), the same labels in the same order, the same vocabulary. Exports
+# carry them in TASK_FILE (beside a Hugging Face export's config.json, and among a SavedModel's
+# assets), and serving tools take them from there.
+
+TASK_FILE = "albert_task.json"
+
+
+def task_card(spec: dict) -> dict:
+    """What serving needs to know of a fine-tuning run's spec."""
+    return {"task": spec.get("task"), "features": spec.get("features") or {},
+            "labels": spec.get("labels"), "vocabulary_sha256": spec.get("vocabulary_sha256")}
+
+
+def write_task_card(directory: str, card: dict) -> str:
+    import json
+
+    path = os.path.join(directory, TASK_FILE)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(card, f, indent=2)
+    return path
+
+
+def read_task_card(path: str) -> dict | None:
+    """The task card of a model: a SavedModel's assets, a Hugging Face export's directory, or a
+    trainer checkpoint's run record (directory or prefix). None when it has none (a model from
+    elsewhere, or exported before cards existed)."""
+    import json
+
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    for candidate in (os.path.join(directory, "assets", TASK_FILE),
+                      os.path.join(directory, TASK_FILE)):
+        if os.path.isfile(candidate):
+            with open(candidate, encoding="utf-8") as f:
+                return json.load(f)
+    from albert.checkpoints import read_run_record
+
+    record = read_run_record(directory) or {}
+    return task_card(record["spec"]) if record.get("spec") else None

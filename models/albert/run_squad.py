@@ -40,6 +40,8 @@ from albert.memory import plan_only_lines, prepare_memory
 
 logger = logging.getLogger("albert.run_squad")
 
+_VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -178,8 +180,13 @@ def run(args) -> int:
                 score(args, examples, data, prefix, results, metrics, step)
         if args.export_dir and dist.is_chief:
             from albert.export import export_saved_model
+            from albert.run_spec import read_task_card
 
-            path = export_saved_model(model, args.export_dir, "qa", spm_model=spm_model)
+            # The card of the run just trained, or of the fine-tuned model predicted with.
+            card = read_task_card(args.checkpoint_dir if args.train_file
+                                  else args.checkpoint_path or args.checkpoint_dir)
+            path = export_saved_model(model, args.export_dir, "qa", spm_model=spm_model,
+                                      card=card)
             print(f"SavedModel: {path}", flush=True)
     finally:
         metrics.close()
@@ -216,8 +223,11 @@ def train(args, model, tokenizer, spm_model, settings, dist, metrics):
     from albert.data import squad
     from albert.finetune import fine_tune
     from albert.losses import SQUAD_METRICS, squad_loss, squad_metrics
+    from albert.squad_metrics import detect_version
 
-    _, _, prefix = _features(args.train_file, tokenizer, spm_model, settings, True, args, dist)
+    _, train_data, prefix = _features(args.train_file, tokenizer, spm_model, settings, True,
+                                      args, dist)
+    version = _VERSIONS.get(args.squad_version) or detect_version(train_data)
     records, parse = squad.feature_dataset(prefix, args.max_seq_length)
     prepare_memory(args, model, dist, loss="squad", loss_fn=squad_loss, head="squad")
 
@@ -234,7 +244,8 @@ def train(args, model, tokenizer, spm_model, settings, dist, metrics):
     return fine_tune(args, model, loss_fn=squad_loss, metric_names=SQUAD_METRICS,
                      metrics_fn=squad_metrics, examples=sum(1 for _ in records),
                      make_data=make_data, spm_model=spm_model, dist=dist, metrics=metrics,
-                     task="squad", features=dataclasses.asdict(settings))
+                     task="squad",
+                     features={**dataclasses.asdict(settings), "squad_version": version})
 
 
 def predict(model, prefix, args, dist, xla: bool) -> dict:
@@ -272,8 +283,7 @@ def score(args, examples, data, prefix, results, metrics, step) -> dict:
     from albert.data import squad
     from albert.squad_metrics import detect_version, evaluate
 
-    version = {"squadv1": "v1.1", "squadv2": "v2.0"}.get(args.squad_version) \
-        or detect_version(data)
+    version = _VERSIONS.get(args.squad_version) or detect_version(data)
     meta = squad.read_feature_meta(prefix)
     predictions, nbest, null_odds = squad.postprocess(
         examples, meta, results, n_best=args.n_best_size,
