@@ -70,15 +70,16 @@ def _shapes_fromfirst_record(files):
 
 
 def check(args) -> int:
-    from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
-
-    files = resolve_files(args.patterns, args.filesystem_prefix)
     vocab_size, vocabulary = args.vocab_size, f"--vocab_size {args.vocab_size}"
-    if args.spm_model:
+    if args.spm_model:  # before TensorFlow loads: a wrong path is said at once
         from albert.tokenization import load_spm
 
         vocab_size = load_spm(args.spm_model).GetPieceSize()
         vocabulary = f"--spm_model {args.spm_model}, {vocab_size} pieces"
+
+    from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
+
+    files = resolve_files(args.patterns, args.filesystem_prefix)
     seq, preds = args.max_seq_length, args.max_predictions_per_seq
     source = "from the flags"
     if seq is None or preds is None:

@@ -170,7 +170,9 @@ def expand_inputs(patterns: Iterable[str], skips: InputSkips | None = None) -> l
             for path in found:
                 real = os.path.realpath(path)
                 if real in listed:
-                    skips.count("duplicate_paths", f"{path} is {listed[real]}")
+                    first = listed[real]
+                    skips.count("duplicate_paths", f"{path}, listed twice" if path == first
+                                else f"{path} is {first}")
                 else:
                     listed[real] = path
                     files.append(path)
