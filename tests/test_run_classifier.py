@@ -439,3 +439,24 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
     # The fine-tuner continues the input stream from the position saved with step 2.
     assert "rank 0: input position of step 2 restored" in log
     assert json.loads((tmp_path / "k" / "run.json").read_text())["batch_plan"]["micro_batch"] == 8
+
+
+def test_eval_frequency_scores_during_training_in_the_logs(topic_task, sample_vocab, tmp_path):
+    # Issue 23: every runner evaluates every --eval_frequency updates, logged like training.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    topic_dir, _ = topic_task
+    run_classifier(["--train_file", str(topic_dir / "train.tsv"), "--eval_file",
+                    str(topic_dir / "dev.tsv"), "--model_size", "tiny", "--config_override",
+                    "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
+                    "--per_gpu_batch_size", "8", "--total_steps", "6", "--eval_frequency", "3",
+                    "--log_frequency", "3", "--output_dir", str(tmp_path / "out"),
+                    "--no_progress", "--xla", "off"])
+    rows = [json.loads(line) for line in open(tmp_path / "out" / "logs" / "metrics.jsonl")]
+    evals = [r for r in rows if r["split"] == "eval"]
+    assert [r["step"] for r in evals] == [3, 6]
+    final = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert evals[-1]["accuracy"] == pytest.approx(final["accuracy"]) and final["step"] == 6
+    events = EventAccumulator(str(tmp_path / "out" / "logs"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert [e.step for e in events.Tensors("eval/accuracy")] == [3, 6]

@@ -58,9 +58,11 @@ def max_weight_diff(a, b):
 def test_learns_and_logs_to_tensorboard(sample_records, sample_vocab, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    # --eval_frequency: the fine-tuners' name for --validation_frequency (aws-samples').
     argv = base_args(sample_records, sample_vocab, tmp_path, **{
         "--total_steps": "60", "--log_frequency": "10", "--warmup_steps": "5",
-        "--val_dir": "validation", "--validation_frequency": "30", "--skip_xla": False,
+        "--val_dir": "validation", "--eval_frequency": "30", "--skip_xla": False,
+        "--learning_rate": "0.01",
     })
     proc = run_cli(argv)
     assert "train step 10 loss" in proc.stdout and "seq_per_sec" in proc.stdout

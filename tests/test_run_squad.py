@@ -197,3 +197,27 @@ def test_training_features_are_cached_shuffled(finetuned):
     ranks = np.argsort(np.argsort(order))
     spearman = np.corrcoef(np.arange(len(order)), ranks)[0, 1]
     assert abs(spearman) < 0.2, spearman  # read order carries no article order
+
+
+def test_eval_frequency_scores_during_training_in_the_logs(sample_vocab, tmp_path):
+    # Issue 23: every runner evaluates every --eval_frequency updates, logged like training.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    train, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=160,
+                              dev_questions=24, seed=5)
+    proc = run_squad(["--train_file", train, "--predict_file", dev, "--model_size", "tiny",
+                      "--config_override", "num_hidden_layers=1", "--spm_model", sample_vocab,
+                      "--max_seq_length", "96", "--doc_stride", "48", "--max_query_length",
+                      "24", "--per_gpu_batch_size", "8", "--total_steps", "6",
+                      "--eval_frequency", "2", "--log_frequency", "2",
+                      "--output_dir", str(tmp_path / "out"), "--no_progress", "--xla", "off"])
+    rows = [json.loads(line) for line in open(tmp_path / "out" / "logs" / "metrics.jsonl")]
+    evals = [r for r in rows if r["split"] == "eval"]
+    assert [r["step"] for r in evals] == [2, 4, 6]
+    assert all("f1" in r and "exact" in r for r in evals)
+    final = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert evals[-1]["f1"] == pytest.approx(final["f1"])
+    events = EventAccumulator(str(tmp_path / "out" / "logs"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert [e.step for e in events.Tensors("eval/f1")] == [2, 4, 6]
+    assert proc.stdout.count("SQuAD v2.0 on") == 3

@@ -19,15 +19,16 @@ logger = logging.getLogger("albert.finetune")
 
 def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, make_data,
               spm_model: str, dist, metrics, task: str, features: dict, labels=None,
-              what: str = "features", record=None):
+              evaluate=None, what: str = "features", record=None):
     """Fine-tune `model` (resuming the run in --checkpoint_dir when it started the same way).
 
     make_data(plan, skip_records) -> a tf.data.Dataset of dicts of [accumulation, micro-batch, ...]
     tensors, this rank's share, repeated, skipping `skip_records` of its records first.
     `examples`: training examples (features) in all, for --num_train_epochs. task, features
     (the feature settings) and labels (in id order) enter the run spec (albert.run_spec);
-    `record`: extra fields for the run record. Returns (status "done"|"stopped"|"finished",
-    step, XLA plan).
+    `record`: extra fields for the run record. evaluate(xla, step) -> scores, when given, runs
+    every --eval_frequency updates (the runner scores the final model itself). Returns (status
+    "done"|"stopped"|"finished", step, XLA plan).
     """
     from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
     from albert.loop import fit
@@ -90,7 +91,14 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     if dist.is_chief:
         logger.info("fine-tuning: %d %s, %d steps, warmup %d; %s", examples, what, total_steps,
                     warmup, plan.describe(args.max_seq_length, total_steps))
+    evaluations = []
+    if evaluate is not None and args.eval_frequency:
+        # Not at the last update: the runner scores the final model itself, once.
+        evaluations.append(("eval", args.eval_frequency,
+                            lambda: evaluate(xla.gradient, int(trainer.step))
+                            if int(trainer.step) < total_steps else None))
     status = fit(trainer, batches, total_steps=total_steps, checkpoints=checkpoints,
+                 evaluations=evaluations, evaluate_at_end=False,
                  metrics=metrics, metrics_fn=metrics_fn,
                  sequences_per_update=plan.global_batch, log_frequency=args.log_frequency,
                  checkpoint_frequency=args.checkpoint_frequency, progress=not args.no_progress)

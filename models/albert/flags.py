@@ -255,7 +255,8 @@ def batch_plan_from_flags(args, ranks: int):
 # so a 0 never reaches a modulo or a loop bound.
 _MINIMUMS = {
     "total_steps": 1, "warmup_steps": 0, "log_frequency": 1, "checkpoint_frequency": 0,
-    "keep_checkpoints": 1, "validation_frequency": 0, "squad_frequency": 0, "squad_steps": 1,
+    "keep_checkpoints": 1, "validation_frequency": 0, "eval_frequency": 0, "squad_frequency": 0,
+    "squad_steps": 1,
     "squad_batch_size": 1, "squad_max_seq_length": 8, "eval_batch_size": 1, "shuffle_buffer": 0,
     "max_seq_length": 8, "max_predictions_per_seq": 1, "n_best_size": 1, "max_answer_length": 1,
     "doc_stride": 1, "max_query_length": 1, "plan_ranks": 1, "learning_rate": 0.0,

@@ -34,14 +34,15 @@ class StopSignal:
 
 def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
         sequences_per_update: int, log_frequency: int = 10, checkpoint_frequency: int = 1000,
-        evaluations=(), progress: bool = True, explain_data_error=None) -> str:
+        evaluations=(), evaluate_at_end: bool = True, progress: bool = True,
+        explain_data_error=None) -> str:
     """Run updates until `trainer.step` reaches total_steps. Returns "done" or "stopped".
 
     batches: an iterator of dicts of [accum, batch, ...] tensors. evaluations: (prefix,
     frequency, fn) triples; fn() returns metrics logged under the prefix every `frequency` steps
-    and at the end (e.g. ("val", 1000, validate)). Checkpoints every checkpoint_frequency
-    steps (0: only at the end), at the end, and on SIGTERM. A corrupt input record
-    (DataLossError) saves the progress made so far, then raises explain_data_error(error).
+    and, with evaluate_at_end, at the end (e.g. ("val", 1000, validate)). Checkpoints every
+    checkpoint_frequency steps (0: only at the end), at the end, and on SIGTERM. A corrupt input
+    record (DataLossError) saves the progress made so far, then raises explain_data_error(error).
     """
     from tqdm import tqdm
 
@@ -101,7 +102,9 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                 window_time, window_updates = 0.0, 0
             for prefix, frequency, evaluate in evaluations:
                 if advanced and frequency and step % frequency == 0:
-                    metrics.log(prefix, step, evaluate())
+                    values = evaluate()
+                    if values:  # None or {}: nothing to log (not this rank, or not now)
+                        metrics.log(prefix, step, values)
                     last_evaluated[prefix] = step
             if advanced and checkpoint_frequency and step % checkpoint_frequency == 0:
                 checkpoints.save(step)
@@ -116,7 +119,7 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                 return "stopped"
     bar.close()
     for prefix, _, evaluate in evaluations:
-        if last_evaluated[prefix] != step:
+        if evaluate_at_end and last_evaluated[prefix] != step:
             metrics.log(prefix, step, evaluate())
     if last_saved != step:
         checkpoints.save(step)

@@ -86,6 +86,9 @@ def parse_args(argv=None):
     g.add_argument("--warmup_proportion", type=float, default=0.1,
                    help="warmup as a fraction of the steps when --warmup_steps is not given")
     g.add_argument("--eval_batch_size", type=int, default=64)
+    g.add_argument("--eval_frequency", type=int, default=0,
+                   help="also score --eval_file every N updates during training (0: at the end "
+                        "only), logged under eval/ like the training metrics")
     g.add_argument("--output_dir", default=os.path.join("runs", "classifier"),
                    help="this run's results, and its checkpoints, logs and feature cache unless "
                         "given apart; one run per directory")
@@ -267,22 +270,29 @@ def run(args) -> int:
     metrics = MetricsLogger(args.log_dir, dist)
     try:
         step, xla = 0, None
+        eval_prefix = None
+        if eval_examples is not None:
+            eval_prefix = _features(args.eval_file, eval_examples, eval_values, spec.columns,
+                                    spec, tokenizer, spm_model, False, args, dist)
+
+        def evaluate(xla_on: bool, at_step: int, log=None) -> dict:
+            index, logits, labels = predict(model, eval_prefix, args, dist, xla_on, regression)
+            return score(args, spec, index, logits, labels, log, at_step) if dist.is_chief \
+                else {}
+
         if train_examples is not None:
             prefix = _features(args.train_file, train_examples, train_values, spec.columns, spec,
                                tokenizer, spm_model, True, args, dist)
-            status, step, xla = train(args, model, prefix, spec, spm_model, dist, metrics)
+            status, step, xla = train(args, model, prefix, spec, spm_model, dist, metrics,
+                                      evaluate if eval_prefix else None)
             if status == "stopped":
                 if dist.is_chief:
                     print(f"stopped at step {step}; run the same command to resume", flush=True)
                 return 0
         if xla is None and (eval_examples is not None or predict_examples is not None):
             xla = xla_plan_from_flags(args, dist)
-        if eval_examples is not None:
-            prefix = _features(args.eval_file, eval_examples, eval_values, spec.columns, spec,
-                               tokenizer, spm_model, False, args, dist)
-            index, logits, labels = predict(model, prefix, args, dist, xla.gradient, regression)
-            if dist.is_chief:
-                score(args, spec, index, logits, labels, metrics, step)
+        if eval_prefix is not None:
+            evaluate(xla.gradient, step, metrics)
         if predict_examples is not None:
             prefix = _features(args.predict_file, predict_examples, None, spec.predict_columns,
                                spec, tokenizer, spm_model, False, args, dist)
@@ -377,7 +387,7 @@ def _features(path, examples, values, columns, spec, tokenizer, spm_model, train
     return prefix
 
 
-def train(args, model, prefix, spec, spm_model, dist, metrics):
+def train(args, model, prefix, spec, spm_model, dist, metrics, evaluate=None):
     """Fine-tune `model` on the cached features at `prefix` (albert.finetune: resume,
     checkpoints, the loop). Returns (status "done"|"stopped"|"finished", step, XLA plan)."""
     import tensorflow as tf
@@ -424,7 +434,7 @@ def train(args, model, prefix, spec, spm_model, dist, metrics):
     return fine_tune(args, model, loss_fn=loss_fn, metric_names=names, metrics_fn=metrics_fn,
                      examples=data.read_feature_meta(prefix)["examples"], make_data=make_data,
                      spm_model=spm_model, dist=dist, metrics=metrics, what="examples",
-                     task=spec.task, labels=spec.labels,
+                     task=spec.task, labels=spec.labels, evaluate=evaluate,
                      features={"max_seq_length": args.max_seq_length,
                                "columns": list(dataclasses.astuple(spec.columns))},
                      record={"task": spec.task,
@@ -481,7 +491,8 @@ def _prediction_texts(spec, logits) -> list[str]:
 
 
 def score(args, spec, index, logits, labels, metrics, step) -> dict:
-    """Score every evaluation prediction at once, log the scores, write eval_results.json and
+    """Score every evaluation prediction at once, log the scores (to `metrics`, unless None: the
+    training loop logs its periodic evaluations), write eval_results.json and
     eval_predictions.tsv (rank 0)."""
     from albert.classification_metrics import classification_scores, regression_scores
 
@@ -492,7 +503,8 @@ def score(args, spec, index, logits, labels, metrics, step) -> dict:
         scores = classification_scores(logits, labels.astype("int64"), len(spec.labels))
         default = "accuracy"
     headline = spec.metric if spec.metric in scores else default
-    metrics.log("eval", step, scores)
+    if metrics is not None:
+        metrics.log("eval", step, scores)
     os.makedirs(args.output_dir, exist_ok=True)
     result = {"eval_file": args.eval_file, "examples": len(index), "task": spec.task,
               "labels": list(spec.labels) if spec.task == "classification" else None,

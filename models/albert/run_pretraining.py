@@ -48,7 +48,7 @@ def parse_args(argv=None):
                    help="read each damaged TFRecord file up to its first bad record (counted in "
                         "a warning at start) instead of stopping; `python -m albert.check_records` "
                         "lists damaged files")
-    g.add_argument("--validation_frequency", type=int, default=0,
+    g.add_argument("--validation_frequency", "--eval_frequency", type=int, default=0,
                    help="validate every N steps (and at the end) when --val_dir is set")
     g = p.add_argument_group("SQuAD during pretraining (as aws-samples' --squad_frequency)")
     g.add_argument("--squad_frequency", type=int, default=0,

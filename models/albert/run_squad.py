@@ -62,6 +62,9 @@ def parse_args(argv=None):
     g.add_argument("--warmup_proportion", type=float, default=0.1,
                    help="warmup as a fraction of the steps when --warmup_steps is not given")
     g.add_argument("--eval_batch_size", type=int, default=64)
+    g.add_argument("--eval_frequency", type=int, default=0,
+                   help="also predict and score --predict_file every N updates during training "
+                        "(0: at the end only), logged under eval/ like the training metrics")
     g.add_argument("--output_dir", default=os.path.join("runs", "squad"),
                    help="this run's results, and its checkpoints, logs and feature cache unless "
                         "given apart; one run per directory")
@@ -164,20 +167,28 @@ def run(args) -> int:
     try:
         step = 0
         xla = None
+        scored = None
+        if args.predict_file:
+            scored = _features(args.predict_file, tokenizer, spm_model, settings, False, args,
+                               dist)
+
+        def evaluate(xla_on: bool, at_step: int, log=None) -> dict:
+            examples, data, prefix = scored
+            results = predict(model, prefix, args, dist, xla_on)
+            return score(args, examples, data, prefix, results, log, at_step) \
+                if dist.is_chief else {}
+
         if args.train_file:
-            status, step, xla = train(args, model, tokenizer, spm_model, settings, dist, metrics)
+            status, step, xla = train(args, model, tokenizer, spm_model, settings, dist, metrics,
+                                      evaluate if scored else None)
             if status == "stopped":
                 if dist.is_chief:
                     print(f"stopped at step {step}; run the same command to resume", flush=True)
                 return 0
-        if args.predict_file:
+        if scored is not None:
             if xla is None:
                 xla = xla_plan_from_flags(args, dist)
-            examples, data, prefix = _features(args.predict_file, tokenizer, spm_model,
-                                               settings, False, args, dist)
-            results = predict(model, prefix, args, dist, xla.gradient)
-            if dist.is_chief:
-                score(args, examples, data, prefix, results, metrics, step)
+            evaluate(xla.gradient, step, metrics)
         if args.export_dir and dist.is_chief:
             from albert.export import export_saved_model
             from albert.run_spec import read_task_card
@@ -215,7 +226,7 @@ def _fine_tuned_model(cls, args):
     return model
 
 
-def train(args, model, tokenizer, spm_model, settings, dist, metrics):
+def train(args, model, tokenizer, spm_model, settings, dist, metrics, evaluate=None):
     """Fine-tune `model` on --train_file (albert.finetune: resume, checkpoints, the loop).
     Returns (status "done"|"stopped"|"finished", step, the XLA plan used)."""
     import tensorflow as tf
@@ -244,7 +255,7 @@ def train(args, model, tokenizer, spm_model, settings, dist, metrics):
     return fine_tune(args, model, loss_fn=squad_loss, metric_names=SQUAD_METRICS,
                      metrics_fn=squad_metrics, examples=sum(1 for _ in records),
                      make_data=make_data, spm_model=spm_model, dist=dist, metrics=metrics,
-                     task="squad",
+                     task="squad", evaluate=evaluate,
                      features={**dataclasses.asdict(settings), "squad_version": version})
 
 
@@ -279,7 +290,8 @@ def predict(model, prefix, args, dist, xla: bool) -> dict:
 
 def score(args, examples, data, prefix, results, metrics, step) -> dict:
     """Post-process logits into answers, write the prediction files, score them with the
-    official rules, log and return the scores (rank 0)."""
+    official rules, log them (to `metrics`, unless None: the training loop logs its periodic
+    evaluations) and return the scores (rank 0)."""
     from albert.data import squad
     from albert.squad_metrics import detect_version, evaluate
 
@@ -297,7 +309,8 @@ def score(args, examples, data, prefix, results, metrics, step) -> dict:
         with open(os.path.join(args.output_dir, name), "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1 if name != "nbest_predictions.json" else None)
     scores = evaluate(data, predictions, null_odds if version == "v2.0" else None, version)
-    metrics.log("eval", step, {k: float(v) for k, v in scores.items()})
+    if metrics is not None:
+        metrics.log("eval", step, {k: float(v) for k, v in scores.items()})
     with open(os.path.join(args.output_dir, "eval_results.json"), "w") as f:
         json.dump({"version": version, **scores}, f, indent=2)
     print(f"SQuAD {version} on {args.predict_file}: exact "
