@@ -12,7 +12,8 @@ import logging
 import math
 import os
 
-from albert.flags import FlagError, batch_plan_from_flags, started_from, xla_plan_from_flags
+from albert.flags import FlagError, batch_plan_from_flags, xla_plan_from_flags
+from albert.run_spec import started_from
 
 logger = logging.getLogger("albert.finetune")
 

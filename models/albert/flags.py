@@ -313,15 +313,6 @@ def check_memory_flags(args) -> None:
                             "--gradient_accumulation_steps")
 
 
-def started_from(args) -> dict:
-    """What a run starts from, as recorded in its checkpoint directory's run record (the model
-    config is checked separately, against the directory's config.json)."""
-    path = args.checkpoint_path
-    return {"load_from": "pretrained" if args.load_from == "huggingface" else args.load_from,
-            "checkpoint_path": os.path.realpath(path) if path else None,
-            "load_optimizer_state": bool(args.load_optimizer_state)}
-
-
 @contextlib.contextmanager
 def user_errors():
     """Turn the errors a user can fix (bad flag, missing data, wrong checkpoint) into one

@@ -26,7 +26,6 @@ from albert.flags import (
     check_training_flags,
     model_from_flags,
     run_main,
-    started_from,
     xla_plan_from_flags,
 )
 from albert.memory import choose_auto_batch, memory_plan_from_flags, plan_only_lines
@@ -116,7 +115,7 @@ def run(args) -> int:
     from albert.optimization import learning_rate_at, make_optimizer
     from albert.precision import set_precision
     from albert.run_logging import MetricsLogger
-    from albert.run_spec import data_files, environment, run_spec
+    from albert.run_spec import data_files, environment, run_spec, started_from
     from albert.trainer import Trainer
 
     dist = distributed.init()

@@ -42,11 +42,18 @@ def data_files(paths) -> list[str]:
     return [f"{os.path.realpath(p)} ({os.path.getsize(p)} bytes)" for p in sorted(paths)]
 
 
+def started_from(args) -> dict:
+    """What a run starts from, as recorded in its checkpoint directory's run record (the model
+    config is checked separately, against the directory's config.json)."""
+    path = args.checkpoint_path
+    return {"load_from": "pretrained" if args.load_from == "huggingface" else args.load_from,
+            "checkpoint_path": os.path.realpath(path) if path else None,
+            "load_optimizer_state": bool(args.load_optimizer_state)}
+
+
 def run_spec(args, *, task: str, config, global_batch: int, total_steps: int, warmup_steps: int,
              data: list[str], vocab: str | None, features: dict, labels=None) -> dict:
     """The run's identity as a flat, JSON-ready dict (see the module docstring)."""
-    from albert.flags import started_from
-
     return {
         "task": task,
         "started_from": started_from(args),
