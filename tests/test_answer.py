@@ -164,3 +164,96 @@ def test_clear_errors(case, message, sample_vocab, tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message.format(tmp=tmp_path) in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+# -- answers are whole words (issue 25) -----------------------------------------------------------
+
+
+def cut_words(context: str, text: str) -> bool:
+    """Whether `text` starts or ends inside a word wherever it occurs in `context` (a letter or
+    digit on both sides of a boundary), written apart from the code under test."""
+    at = context.find(text)
+    while at != -1:
+        end = at + len(text)
+        cut_start = at > 0 and context[at - 1].isalnum() and text[0].isalnum()
+        cut_end = end < len(context) and context[end].isalnum() and text[-1].isalnum()
+        if not cut_start and not cut_end:
+            return False
+        at = context.find(text, at + 1)
+    return True
+
+
+def fake_logits(input_ids, attention_mask, token_type_ids):
+    """Logits that depend only on each token's id and position, as a model's would on the same
+    window, so that both commands' batching and padding cannot change them."""
+    import numpy as np
+
+    ids = np.asarray(input_ids, np.float64)
+    positions = np.arange(ids.shape[1])[None, :]
+    start = 4 * np.sin(ids * 12.9898 + positions * 78.233)
+    end = 4 * np.cos(ids * 4.1414 + positions * 3.7)
+    return start.astype(np.float32), end.astype(np.float32)
+
+
+def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tmp_path,
+                                                                  monkeypatch, capsys):
+    """The same logits give the same answer texts through answer and run_squad's scoring (one
+    post-processing), and those texts are whole words where the raw pieces were not."""
+    import types
+
+    from albert import answer, run_squad
+    from albert.data import squad
+    from albert.tokenization import load_tokenizer
+
+    _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
+                          seed=5)
+    examples, data, _ = squad.read_squad(dev)
+    tokenizer = load_tokenizer(sample_vocab)
+    args = answer.parse_args(["--model", "unused", "--input", dev, "--no_progress",
+                              "--batch_size", "7", "--squad_version", "squadv2", *WINDOW[:6]])
+    settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
+    features = squad.featurize(examples, tokenizer, settings, training=False)
+    prefix = str(tmp_path / "cache")
+    squad.write_feature_cache(features, prefix)
+    start, end = fake_logits([f.input_ids for f in features], None, None)
+    results = {i: (start[i], end[i]) for i in range(len(features))}
+    metrics = types.SimpleNamespace(log=lambda *a, **k: None)
+    squad_args = types.SimpleNamespace(
+        squad_version=None, n_best_size=args.n_best_size, max_answer_length=args.max_answer_length,
+        null_score_diff_threshold=0.0, output_dir=str(tmp_path / "pred"), predict_file=dev)
+    run_squad.score(squad_args, examples, data, prefix, results, metrics, 0)
+    # Again at a threshold that leaves some questions without an answer.
+    null_odds = json.loads((tmp_path / "pred" / "null_odds.json").read_text())
+    args.null_score_diff_threshold = squad_args.null_score_diff_threshold = float(
+        sorted(null_odds.values())[len(null_odds) // 2]) + 1e-4
+    run_squad.score(squad_args, examples, data, prefix, results, metrics, 0)
+    capsys.readouterr()
+    predictions = json.loads((tmp_path / "pred" / "predictions.json").read_text())
+    nbest = json.loads((tmp_path / "pred" / "nbest_predictions.json").read_text())
+    records = [{"question": e.question, "context": e.context} for e in examples]
+    rows = answer.answer_all(records, fake_logits, tokenizer, args)
+    assert [r["answer"] for r in rows] == [predictions[e.qid] for e in examples]
+    assert [r["best_span"] for r in rows] == [
+        next(c["text"] for c in nbest[e.qid] if c["text"]) for e in examples]
+    assert 0 < sum(r["no_answer"] for r in rows) < len(rows)
+    for row in rows:
+        assert not cut_words(row["context"], row["best_span"]), row["best_span"]
+    # The pieces alone: many of these spans cut a word, so the check above could fail.
+    monkeypatch.setattr(squad, "whole_word_span", lambda context, a, b: (a, b))
+    raw = answer.answer_all(records, fake_logits, tokenizer, args)
+    cut = [r["best_span"] for r in raw if cut_words(r["context"], r["best_span"])]
+    assert len(cut) >= len(raw) // 4, cut
+
+
+def test_run_squad_predictions_are_whole_words(finetuned):
+    """End to end: every non-empty answer and n-best text run_squad wrote for the briefly trained
+    model starts and ends on a word boundary of its context."""
+    out, predictions, _, lines = finetuned
+    contexts = {q["id"]: q["context"] for q in lines}
+    answers = [(q, text) for q, text in predictions.items() if text]
+    assert len(answers) == len(lines)  # --null_score_diff_threshold 1e9: every question answered
+    assert [text for q, text in answers if cut_words(contexts[q], text)] == []
+    nbest = json.loads((out / "pred" / "nbest_predictions.json").read_text())
+    texts = [(q, c["text"]) for q, entries in nbest.items() for c in entries if c["text"]]
+    assert len(texts) > 5 * len(lines)
+    assert [text for q, text in texts if cut_words(contexts[q], text)] == []

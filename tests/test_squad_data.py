@@ -269,3 +269,96 @@ def test_run_squad_null_question_is_one_line_error(sample_vocab, tmp_path):
         f"error: {path}: data[0].paragraphs[0].qas[1] (id 'q-null'): 'question' must be a "
         "string, got NoneType None"]
     assert "Traceback" not in proc.stderr
+
+
+# -- answers read as whole words (issue 25) ---------------------------------------------------
+
+TEXT = "The owner is sofia novak, then pavel  novak.\nIn name \"Ellipsis\" (1999) Smith's"
+UNICODE = "Der  Müller\u00a0sagte: «Café\tcrème» kostet 3,50 €. Cafe\u0301 東京に"
+
+
+@pytest.mark.parametrize("context, fragment, nth, expected", [
+    (TEXT, "sofia nova", 0, "sofia novak"),  # ends mid-word; the comma stays out
+    (TEXT, "ovak", 0, "novak"),  # starts mid-word
+    (TEXT, "a nov", 0, "sofia novak"),  # both
+    (TEXT, "novak,", 0, "novak,"),  # a predicted comma stays
+    (TEXT, "ovak", 1, "novak"),  # the second novak: the period stays out
+    (TEXT, "ovak.", 0, "novak."),
+    (TEXT, "Ell", 0, "Ellipsis"),  # the opening quote was not predicted
+    (TEXT, "\"Ell", 0, "\"Ellipsis"),
+    (TEXT, "psis\" (19", 0, "Ellipsis\" (1999"),
+    (TEXT, "Smi", 0, "Smith"),  # the reference's own example: Smith's -> Smith
+    (TEXT, "vel  no", 0, "pavel  novak"),  # inner whitespace as written
+    (TEXT, "  nov", 0, "novak"),  # no whitespace at the ends
+    (TEXT, "k.\nI", 0, "novak.\nIn"),
+    (UNICODE, "Mül", 0, "Müller"),  # the no-break space ends the word
+    (UNICODE, "Caf", 0, "Café"),
+    (UNICODE, "é\tcr", 0, "Café\tcrème"),
+    (UNICODE, "3,5", 0, "3,50"),
+    (UNICODE, "Caf", 1, "Cafe\u0301"),  # a combining accent belongs to its letter
+    (UNICODE, "東", 0, "東"),  # CJK ideographs are words of their own
+    (UNICODE, "京に", 0, "京に"),
+])
+def test_whole_word_span(context, fragment, nth, expected):
+    start = -1
+    for _ in range(nth + 1):
+        start = context.index(fragment, start + 1)
+    a, b = squad.whole_word_span(context, start, start + len(fragment))
+    assert context[a:b] == expected
+    assert context.index(expected, a) == a  # positions, not just the text
+
+
+def test_whole_word_span_of_only_whitespace_is_empty():
+    a, b = squad.whole_word_span(TEXT, TEXT.index("  "), TEXT.index("  ") + 2)
+    assert a == b
+
+
+def _tokens_of(features, context, word):
+    """Token positions of `word`'s pieces (the first occurrence), asserting that the vocabulary
+    splits it into several."""
+    start = context.index(word)
+    spans = features.token_spans
+    tokens = [t for t, s in enumerate(spans) if s and start <= s[0] < start + len(word)]
+    assert len(tokens) > 1, f"{word!r} is one piece in this vocabulary; pick a rarer word"
+    return tokens
+
+
+def test_postprocess_answers_whole_words(tokenizer, tmp_path):
+    import numpy as np
+
+    context = "The owner is sofia  novak,\nnot pavel. Tomé’s café."
+    qas = [{"id": "q", "question": "Who owns it?", "is_impossible": False,
+            "answers": [{"text": "sofia  novak", "answer_start": context.index("sofia")}]}]
+    examples, _, _ = squad.read_squad(write(tmp_path, [{"context": context, "qas": qas}]))
+    (f,) = squad.featurize(examples, tokenizer, squad.FeatureSettings(64, 16, 16), False)
+    meta = [{"example_index": 0, "token_spans": f.token_spans, "max_context": f.max_context}]
+    sofia, novak = _tokens_of(f, context, "sofia"), _tokens_of(f, context, "novak")
+    tome = _tokens_of(f, context, "Tomé")
+
+    def answers(start_at, end_at, null=-50.0):
+        start, end = np.full(64, -20.0), np.full(64, -20.0)
+        start[0] = end[0] = null / 2
+        start[start_at], end[end_at] = 10.0, 10.0
+        return squad.postprocess(examples, meta, {0: (start, end)}, version_2=True)
+
+    cases = [((sofia[0], novak[-2]), "sofia  novak"),  # ends inside novak
+             ((sofia[1], novak[-1]), "sofia  novak"),  # starts inside sofia
+             ((novak[1], novak[1]), "novak"),  # one piece inside the word, not the comma
+             ((tome[1], tome[-1]), "Tomé")]  # accented original text, ’s left out
+    for (s, e), expected in cases:
+        raw = context[f.token_spans[s][0]:f.token_spans[e][1]]
+        assert raw != expected  # the pieces alone cut the word
+        preds, nbest, odds = answers(s, e)
+        assert preds["q"] == expected, (raw, preds["q"])
+        assert nbest["q"][0] == {"text": expected, "score": 20.0,
+                                 "probability": nbest["q"][0]["probability"]}
+        assert odds["q"] == pytest.approx(-50.0 - 20.0)  # scores are the pieces' logits
+    # Spans that read as the same words are one n-best entry, at the best of their scores.
+    _, nbest, _ = answers(novak[0], novak[-1])
+    texts = [c["text"] for c in nbest["q"]]
+    assert len(texts) == len(set(texts)) and texts[0] == "novak"
+    assert nbest["q"][0]["score"] == 20.0
+    assert sum(c["probability"] for c in nbest["q"]) == pytest.approx(1.0)
+    # The null answer still wins on its score alone.
+    preds, _, odds = answers(sofia[0], novak[-2], null=30.0)
+    assert preds["q"] == "" and odds["q"] == pytest.approx(10.0)

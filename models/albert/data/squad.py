@@ -3,8 +3,14 @@
 Features follow BERT/ALBERT: [CLS] question [SEP] context-window [SEP], the question cut to
 max_query_length tokens, the context split into windows of what remains, each new window starting
 doc_stride tokens after the previous one. Character <-> token alignment uses the fast tokenizer's
-offsets into the original context, so accents, odd whitespace and unicode map back exactly; an
-answer's text is recovered as context[token_start_char:token_end_char].
+offsets into the original context, so accents, odd whitespace and unicode map back exactly.
+
+A predicted answer is read as whole words (whole_word_span): from the start of the word its first
+piece falls in to the end of the word its last piece falls in, since SentencePiece pieces often
+end inside a word ("sofia nova|k"). Words are BERT's basic tokenizer's: whitespace-delimited, with
+punctuation split off, so a comma or quote next to a word is in the answer only when a predicted
+piece covers it, as the reference's get_final_text leaves it out. Unlike get_final_text, a piece
+inside a word brings in the whole word: the reference keeps just the predicted characters.
 
 Labels: the first gold answer's token span when the window contains it, else position 0 ([CLS]),
 which is also the label of unanswerable questions (SQuAD v2).
@@ -18,6 +24,7 @@ import json
 import logging
 import math
 import os
+import unicodedata
 
 import numpy as np
 
@@ -352,13 +359,60 @@ def feature_dataset(prefix: str, max_seq_length: int):
 # -- answers from logits ----------------------------------------------------------------------
 
 
+def _is_punctuation(char: str) -> bool:
+    # BERT's basic tokenizer splits off every ASCII non-alphanumeric symbol ($, +, <, ^, ` and |
+    # too, though Unicode does not call them punctuation) and everything Unicode does (P*).
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+# CJK ideographs stand alone in BERT's basic tokenizer (Chinese has no spaces between words);
+# kana and hangul are not in these blocks and join as letters do.
+_CJK_BLOCKS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _is_word_char(char: str) -> bool:
+    """Whether a span ending (or starting) next to `char` cuts a word."""
+    if char.isspace() or _is_punctuation(char):
+        return False
+    code = ord(char)
+    return not any(low <= code <= high for low, high in _CJK_BLOCKS)
+
+
+def whole_word_span(context: str, start: int, end: int) -> tuple[int, int]:
+    """The characters [start, end) of `context` widened to whole words: the smallest span that
+    covers them, starts and ends on a word boundary, and holds no whitespace at its ends.
+
+    Only letters/digits grow a span; punctuation inside [start, end) stays, and punctuation or
+    whitespace just outside it is never added. An all-whitespace span comes back empty.
+    """
+    while start < end and context[start].isspace():
+        start += 1
+    while end > start and context[end - 1].isspace():
+        end -= 1
+    if start == end:
+        return start, start
+    if _is_word_char(context[start]):
+        while start > 0 and _is_word_char(context[start - 1]):
+            start -= 1
+    if _is_word_char(context[end - 1]):
+        while end < len(context) and _is_word_char(context[end]):
+            end += 1
+    return start, end
+
+
 def postprocess(examples: list[Example], meta: list[dict], results: dict, *, n_best: int = 20,
                 max_answer_length: int = 30, version_2: bool = False,
                 null_score_diff_threshold: float = 0.0):
     """results: {feature_index: (start_logits, end_logits)} -> (predictions, nbest, null_odds).
 
     For each example, the best spans over all its windows (start <= end, at most
-    max_answer_length tokens, inside the context, start token in its max-context window).
+    max_answer_length tokens, inside the context, start token in its max-context window), each
+    read as the whole words it touches (whole_word_span); spans that read the same are one n-best
+    entry, with the best score among them (as the reference de-duplicates its final texts).
     v2: the null score is the smallest [CLS] start+end over the windows; the answer is "" when
     null_score - best_span_score > null_score_diff_threshold; null_odds holds that difference.
     """
@@ -387,8 +441,8 @@ def postprocess(examples: list[Example], meta: list[dict], results: dict, *, n_b
         candidates.sort(key=lambda c: c[0], reverse=True)
         seen, nbest = set(), []
         for score, a, b in candidates:
-            text = example.context[a:b]
-            if text in seen:
+            text = example.context[slice(*whole_word_span(example.context, a, b))]
+            if not text or text in seen:
                 continue
             seen.add(text)
             nbest.append({"text": text, "score": score})
