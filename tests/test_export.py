@@ -292,11 +292,14 @@ def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint
     assert (notes / "saved_model.pb").is_file() and not (notes / "todo.txt").exists()
 
 
-def test_item7_run_squad_export_dir_is_checked_before_any_work(tmp_path):
-    """run_squad exports at the end of the run: a bad --export_dir is refused at the start."""
+@pytest.mark.parametrize("runner, train_file", [("run_squad", "train.json"),
+                                                ("run_classifier", "train.tsv")])
+def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_file, tmp_path):
+    """The fine-tuners export at the end of the run: a bad --export_dir is refused at the
+    start."""
     def run_squad(*argv):
-        return subprocess.run([sys.executable, "-m", "albert.run_squad", "--train_file",
-                               str(tmp_path / "train.json"), "--model_size", "tiny", *argv],
+        return subprocess.run([sys.executable, "-m", f"albert.{runner}", "--train_file",
+                               str(tmp_path / train_file), "--model_size", "tiny", *argv],
                               capture_output=True, text=True, timeout=300, env=ENV)
 
     ckpt = tmp_path / "squad" / "checkpoints"
@@ -360,3 +363,59 @@ def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample
     for path in (tmp_path / "serving" / "1", tmp_path / "serving" / "1" / "assets"):
         assert path.stat().st_mode & 0o777 == 0o755, path
     assert sorted(os.listdir(tmp_path / "serving")) == ["1"]
+
+
+# -- issue 23: the classifier ---------------------------------------------------------------------
+
+def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_path):
+    """A Hugging Face classifier without a task card (from elsewhere): the SavedModel returns
+    `logits` [batch, 3] as the Keras model does, and its card holds what the model knows: the
+    task and its id2label in id order, no windows or vocabulary checksum nobody recorded."""
+    from albert import AlbertForSequenceClassification
+
+    tf.keras.utils.set_random_seed(3)
+    labels = ["pos", "neg", "neutral"]  # not sorted: their order is the ids'
+    model = AlbertForSequenceClassification(tiny(), 3, labels).build_for_config()
+    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    out = tmp_path / "serving" / "1"
+    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "classification",
+                   "--output_dir", str(out)])
+    assert "(signature serving_default: logits)" in proc.stdout
+    assert json.loads((out / "assets" / "albert_task.json").read_text()) == {
+        "task": "classification", "features": {}, "labels": labels, "vocabulary_sha256": None}
+    shown = subprocess.run([SAVED_MODEL_CLI, "show", "--dir", str(out), "--tag_set", "serve",
+                            "--signature_def", "serving_default"], capture_output=True,
+                           text=True, timeout=120, env=ENV, check=True).stdout
+    assert "outputs['logits'] tensor_info:\n      dtype: DT_FLOAT\n      shape: (-1, 3)" in shown
+    inputs = batches(seed=3)
+    served = serve_without_albert(out, inputs, tmp_path)
+    for key, value in keras_outputs(model, inputs, ("logits",)).items():
+        np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
+
+
+def test_classification_export_of_a_regression_model_and_of_another_task(sample_vocab,
+                                                                         tmp_path, capsys):
+    """One output: a regression card. A model fine-tuned for SQuAD (its card says so) is not
+    exported as a classifier: refused naming the --task to use."""
+    from albert import AlbertForSequenceClassification
+    from albert.export import export_saved_model
+    from albert.export import main as export_main
+    from albert.run_spec import write_task_card
+
+    regression = AlbertForSequenceClassification(tiny(), 1).build_for_config()
+    out = export_saved_model(regression, str(tmp_path / "serving" / "1"), "classification")
+    card = json.loads((tmp_path / "serving" / "1" / "assets" / "albert_task.json").read_text())
+    assert card["task"] == "regression" and card["labels"] is None
+    assert tf.saved_model.load(out).signatures["serving_default"].structured_outputs[
+        "logits"].shape[-1] == 1
+
+    regression.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    write_task_card(str(tmp_path / "hf"), {"task": "squad", "features": {}})
+    with pytest.raises(SystemExit) as exit_code:
+        export_main(["--checkpoint_path", str(tmp_path / "hf"), "--task", "classification",
+                     "--output_dir", str(tmp_path / "serving" / "2")])
+    assert exit_code.value.code == 2
+    assert capsys.readouterr().err == (
+        f"error: --task classification: {tmp_path / 'hf'} was fine-tuned for squad; export it "
+        "with --task qa\n")
+    assert not (tmp_path / "serving" / "2").exists()

@@ -7,9 +7,12 @@
 used, with config.json beside it), a Hugging Face directory or a Google ALBERT directory. The
 SavedModel's `serving_default` signature takes int32 `input_ids`, `attention_mask` and
 `token_type_ids` of shape [batch, seq] (both dynamic, seq up to max_position_embeddings) and
-returns float32 `start_logits`, `end_logits` [batch, seq] (--task qa) or `mlm_logits`
-[batch, seq, vocab], `sop_logits` [batch, 2] (--task pretraining). The vocabulary and the model
-config travel with it as assets/spiece.model and assets/config.json.
+returns float32 `start_logits`, `end_logits` [batch, seq] (--task qa), `logits`
+[batch, num_labels] (--task classification: a sequence classifier, or a regression model with
+one output) or `mlm_logits` [batch, seq, vocab], `sop_logits` [batch, 2] (--task pretraining).
+The vocabulary and the model config travel with it as assets/spiece.model and
+assets/config.json, and a fine-tuned model's task card (the windows, labels in id order and
+vocabulary checksum it was fine-tuned with) as assets/albert_task.json.
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ logger = logging.getLogger("albert.export")
 TASKS = {
     "qa": ("AlbertForQuestionAnswering", "qa_outputs", ("start_logits", "end_logits")),
     "pretraining": ("AlbertForPreTraining", "predictions", ("mlm_logits", "sop_logits")),
+    "classification": ("AlbertForSequenceClassification", "classifier", ("logits",)),
 }
+# The export task that serves a fine-tuning run's task (its card's "task").
+CARD_TASKS = {"squad": "qa", "classification": "classification",
+              "regression": "classification", "pretraining": "pretraining"}
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -138,13 +145,38 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
 
 
 def check_export_dir(args) -> None:
-    """run_squad --export_dir, checked before any training: check_output_dir, protecting every
-    path the run reads or writes (the export comes at the end, when a refusal would waste the
-    run and a replacement could take its checkpoints with it)."""
+    """A fine-tuner's --export_dir, checked before any training: check_output_dir, protecting
+    every path the run reads or writes (the export comes at the end, when a refusal would waste
+    the run and a replacement could take its checkpoints with it)."""
     names = ("checkpoint_dir", "checkpoint_path", "output_dir", "log_dir", "cache_dir",
-             "train_file", "predict_file", "spm_model")
+             "train_file", "eval_file", "predict_file", "spm_model")
     check_output_dir(getattr(args, "export_dir", None), "--export_dir", overwrite_flag=None,
                      protect=[getattr(args, name, None) for name in names])
+
+
+# -- a fine-tuner's --export_dir (run_squad, run_classifier) --------------------------------------
+
+def add_export_flag(group, ask: str) -> None:
+    """--export_dir, as every fine-tuner takes it; `ask`: the tool that asks the model."""
+    group.add_argument("--export_dir", default=None,
+                       help="also write the fine-tuned model as a SavedModel here (the layout of "
+                            f"python -m albert.export; serve it or ask it with {ask})")
+
+
+def export_after_run(args, model, task: str, spm_model: str, dist) -> str | None:
+    """--export_dir at the end of a fine-tuner's run (rank 0; check_export_dir ran at its
+    start): the model just trained, or the fine-tuned model an evaluation-only run used, with
+    the task card of that run. Returns the SavedModel's path (None: no --export_dir, or not
+    rank 0)."""
+    if not args.export_dir or not dist.is_chief:
+        return None
+    from albert.run_spec import read_task_card
+
+    card = read_task_card(args.checkpoint_dir if args.train_file
+                          else args.checkpoint_path or args.checkpoint_dir)
+    path = export_saved_model(model, args.export_dir, task, spm_model=spm_model, card=card)
+    print(f"SavedModel: {path}", flush=True)
+    return path
 
 
 def _hint(path: str) -> str:
@@ -176,6 +208,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         from albert.tokenization import load_spm
 
         load_spm(spm_model)  # a clear error now rather than a useless export
+    if task == "classification":
+        card = classifier_card(model, card)
     output_dir = check_output_dir(output_dir, overwrite=overwrite, protect=protect)
     model = float32_copy(model)
     parent = os.path.dirname(output_dir)
@@ -223,6 +257,24 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     return output_dir
 
 
+def classifier_card(model, card: dict | None) -> dict:
+    """The task card a classifier's SavedModel carries: its run's, with the labels the model
+    holds when the run named none. A model without a card (from elsewhere, or older) gets what
+    the model itself knows (classification or regression, its id2label): never windows or a
+    vocabulary checksum nobody recorded."""
+    regression = model.num_labels == 1
+    card = dict(card) if card else {"features": {}, "vocabulary_sha256": None}
+    card["task"] = card.get("task") or ("regression" if regression else "classification")
+    if not regression and not card.get("labels") and model.label_names:
+        card["labels"] = list(model.label_names)
+    card.setdefault("labels", None)
+    labels = card.get("labels")
+    if not regression and labels and len(labels) != model.num_labels:
+        raise ValueError(f"the task card names {len(labels)} labels for a classifier with "
+                         f"{model.num_labels} outputs")
+    return card
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -265,15 +317,26 @@ def run(args, source: str | None = None) -> int:
     if not os.path.isfile(spm_model):
         raise FileNotFoundError(f"--spm_model {spm_model} does not exist")
     pieces = load_spm(spm_model).GetPieceSize()
-    model = load_model(model_class(args.task), path)
+    from albert.run_spec import file_sha256, read_task_card
+
+    card = read_task_card(path)
+    trained = (card or {}).get("task")
+    if trained in CARD_TASKS and CARD_TASKS[trained] != args.task:
+        raise FlagError(f"--task {args.task}: {path} was fine-tuned for {trained}; export it "
+                        f"with --task {CARD_TASKS[trained]}")
+    options = {}
+    if args.task == "classification" and card:
+        # The run's labels in id order name the outputs (a trainer checkpoint holds no
+        # id2label); a regression run has one output.
+        labels = card.get("labels")
+        options = ({"num_labels": 1} if trained == "regression" else
+                   {"num_labels": len(labels), "label_names": list(labels)} if labels else {})
+    model = load_model(model_class(args.task), path, **options)
     if pieces != model.config.vocab_size:
         # A server would take this vocabulary's ids as the model's: valid ids, wrong tokens.
         raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
                         f"vocab_size is {model.config.vocab_size}: pass the --spm_model it was "
                         "trained with")
-    from albert.run_spec import file_sha256, read_task_card
-
-    card = read_task_card(path)
     if card and card.get("vocabulary_sha256") and args.spm_model \
             and file_sha256(spm_model) != card["vocabulary_sha256"]:
         raise FlagError(f"--spm_model {spm_model} is not the vocabulary {path} was fine-tuned "

@@ -97,6 +97,9 @@ def parse_args(argv=None):
     g.add_argument("--cache_dir", default=None,
                    help="feature cache, keyed by file, vocabulary and settings (default "
                         "<output_dir>/cache; share one between runs to featurize once)")
+    from albert.export import add_export_flag
+
+    add_export_flag(g, ask="python -m albert.classify")
     add_model_flags(p)
     add_training_flags(p, learning_rate=2e-5, batch=32, optimizer="adamw", run_name="classifier",
                        under_output_dir=True)
@@ -215,6 +218,9 @@ def run(args) -> int:
                                     total_steps=args.total_steps):
             print(line, flush=True)
         return 0
+    from albert.export import check_export_dir, export_after_run
+
+    check_export_dir(args)
     for name in ("train_file", "eval_file", "predict_file"):
         path = getattr(args, name)
         if path and not os.path.isfile(path):
@@ -302,6 +308,7 @@ def run(args) -> int:
                                          index, logits)
                 print(f"predicted {len(index)} examples of {args.predict_file}: {path}",
                       flush=True)
+        export_after_run(args, model, "classification", spm_model, dist)
     finally:
         metrics.close()
     dist.barrier()

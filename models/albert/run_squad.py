@@ -73,9 +73,9 @@ def parse_args(argv=None):
     g.add_argument("--cache_dir", default=None,
                    help="feature cache, keyed by file, vocabulary and settings (default "
                         "<output_dir>/cache; share one between runs to featurize once)")
-    g.add_argument("--export_dir", default=None,
-                   help="also write the fine-tuned model as a SavedModel here (the layout of "
-                        "python -m albert.export; serve it or ask it with python -m albert.answer)")
+    from albert.export import add_export_flag
+
+    add_export_flag(g, ask="python -m albert.answer")
     add_model_flags(p)
     add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad",
                        under_output_dir=True)
@@ -127,7 +127,7 @@ def run(args) -> int:
 
     from albert import distributed
     from albert.data import squad
-    from albert.export import check_export_dir
+    from albert.export import check_export_dir, export_after_run
     from albert.modeling import AlbertForQuestionAnswering
     from albert.precision import set_precision
     from albert.run_logging import MetricsLogger
@@ -189,16 +189,7 @@ def run(args) -> int:
             if xla is None:
                 xla = xla_plan_from_flags(args, dist)
             evaluate(xla.gradient, step, metrics)
-        if args.export_dir and dist.is_chief:
-            from albert.export import export_saved_model
-            from albert.run_spec import read_task_card
-
-            # The card of the run just trained, or of the fine-tuned model predicted with.
-            card = read_task_card(args.checkpoint_dir if args.train_file
-                                  else args.checkpoint_path or args.checkpoint_dir)
-            path = export_saved_model(model, args.export_dir, "qa", spm_model=spm_model,
-                                      card=card)
-            print(f"SavedModel: {path}", flush=True)
+        export_after_run(args, model, "qa", spm_model, dist)
     finally:
         metrics.close()
     dist.barrier()
