@@ -1,4 +1,5 @@
-"""Launch run_pretraining or run_squad as an Amazon SageMaker training job reading FSx for Lustre.
+"""Launch run_pretraining, run_squad or run_classifier as an Amazon SageMaker training job reading
+FSx for Lustre.
 
     export SAGEMAKER_ROLE=arn:aws:iam::123456789012:role/SageMakerRole
     export SAGEMAKER_IMAGE_NAME=123456789012.dkr.ecr.us-east-1.amazonaws.com/albert-tf:latest
@@ -38,7 +39,7 @@ CHANNEL = "fsx"
 CHANNEL_PATH = f"/opt/ml/input/data/{CHANNEL}"
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 IMAGE_CODE_DIR = "/opt/albert/docker/sagemaker"  # entry scripts baked into docker/Dockerfile
-ENTRY_POINTS = ("run_pretraining", "run_squad")
+ENTRY_POINTS = ("run_pretraining", "run_squad", "run_classifier")
 
 # GPUs per instance type: one Horovod process per GPU.
 GPUS_PER_INSTANCE = {
@@ -55,6 +56,9 @@ _NUM = r"([0-9.eE+-]+)"
 #   train step 100 loss 7.91 mlm_loss 7.2 mlm_acc 0.048 sop_loss 0.69 ... seq_per_sec 133.5
 #   val step 100 loss 7.9 mlm_loss 7.21 mlm_acc 0.051 sop_loss 0.69 sop_acc 0.51
 #   eval step 213 exact 63.33 f1 72.61 total 300 HasAns_exact ... best_f1 72.85 ...
+#   eval step 500 loss 0.52 accuracy 0.8 mcc 0.6 f1 0.81       (run_classifier)
+#   eval step 500 loss 0.41 pearson 0.86 spearman 0.85         (run_classifier, regression)
+# The classifier's are anchored on "loss" first, so they never match run_squad's eval line.
 METRIC_DEFINITIONS = [
     {"Name": "train:loss", "Regex": rf"train step \d+ loss {_NUM}"},
     {"Name": "train:mlm_acc", "Regex": rf"train step \d+ .*? mlm_acc {_NUM}"},
@@ -66,6 +70,12 @@ METRIC_DEFINITIONS = [
     {"Name": "val:sop_acc", "Regex": rf"val step \d+ .*? sop_acc {_NUM}"},
     {"Name": "squad:exact", "Regex": rf"eval step \d+ exact(?:_match)? {_NUM}"},
     {"Name": "squad:f1", "Regex": rf"eval step \d+ exact(?:_match)? \S+ f1 {_NUM}"},
+    {"Name": "classifier:accuracy", "Regex": rf"eval step \d+ loss \S+ accuracy {_NUM}"},
+    {"Name": "classifier:mcc", "Regex": rf"eval step \d+ loss \S+ accuracy \S+ mcc {_NUM}"},
+    {"Name": "classifier:f1", "Regex": rf"eval step \d+ loss \S+ accuracy \S+ mcc \S+ f1 {_NUM}"},
+    {"Name": "classifier:pearson", "Regex": rf"eval step \d+ loss \S+ pearson {_NUM}"},
+    {"Name": "classifier:spearman",
+     "Regex": rf"eval step \d+ loss \S+ pearson \S+ spearman {_NUM}"},
 ]
 
 # (flag, environment variable) for every value a job needs; env names as aws-samples'.
@@ -101,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     _add(p, "entry_point", required=True,
-         help="run_pretraining or run_squad (albert/run_pretraining.py works too)")
+         help="run_pretraining, run_squad or run_classifier (albert/run_pretraining.py "
+              "works too)")
     _add(p, "sm_job_name", default="albert", help="job name prefix; a timestamp is added")
     _add(p, "source_dir", default=None,
          help="upload this checkout and run it instead of the code in the image")

@@ -171,7 +171,7 @@ def test_container_entry_restores_flags():
         "--skip_xla", "--total_steps", "10", "--config_override", "a=1", "b=2"]
 
 
-@pytest.mark.parametrize("entry", ["run_pretraining", "run_squad"])
+@pytest.mark.parametrize("entry", ["run_pretraining", "run_squad", "run_classifier"])
 def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
     """Issue 24 item 14: `--val_dir false` passed the launcher and the container dropped it
     (no validation). The launcher's request, then the container's entry script as the SageMaker
@@ -210,6 +210,39 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
                            "VALUE); nothing submitted\n")
 
 
+def test_run_classifier_is_an_entry_point(tmp_path):
+    """Issue 23: the launcher takes --entry_point run_classifier, checks its flags with
+    run_classifier's own parser, and the image's entry script runs run_classifier from the
+    toolkit's `--name value` pairs (here a plan-only run)."""
+    env = {**os.environ, **ENV}
+    argv = [sys.executable, LAUNCHER, "--entry_point", "run_classifier", "--dry_run",
+            "--instance_type", "ml.g5.12xlarge", "--glue_task", "sst2", "--train_file",
+            "glue/SST-2/train.tsv", "--export_dir", "/opt/ml/model/1", "--model_size", "tiny",
+            "--total_steps", "10", "--plan_only"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    hp = json.loads(proc.stdout)["HyperParameters"]
+    assert hp["sagemaker_program"] == "run_classifier.py"
+    assert (hp["glue_task"], hp["export_dir"], hp["plan_only"]) == ("sst2", "/opt/ml/model/1",
+                                                                    "True")
+    assert os.path.isfile(os.path.join(REPO_ROOT, "docker", "sagemaker", "run_classifier.py"))
+    bad = subprocess.run(argv + ["--doc_stride", "128"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("error: unknown flag(s) --doc_stride")
+    assert "one that run_classifier accepts" in bad.stderr
+
+    toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
+                    for item in (f"--{key}", value)]
+    entry = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "docker", "sagemaker",
+                                                         hp["sagemaker_program"]),
+                            *toolkit_argv], capture_output=True, text=True, env=env,
+                           timeout=300, cwd=tmp_path)
+    assert entry.returncode == 0, entry.stderr[-3000:]
+    assert "batch plan: 32 x 1 x 1 = 32" in entry.stdout
+    assert os.listdir(tmp_path) == []  # a plan: nothing trained, nothing written
+
+
 def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_path):
     """Regexes checked against what our trainers actually print."""
     ls = load_launcher()
@@ -243,8 +276,10 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
         "val:mlm_acc": val["mlm_acc"], "val:sop_acc": val["sop_acc"],
         "squad:exact": evals["exact"], "squad:f1": evals["f1"],
     }
-    assert {m["Name"] for m in ls.METRIC_DEFINITIONS} == set(expected)
-    for metric in ls.METRIC_DEFINITIONS:
+    # run_classifier's are checked against its own log in test_classify (its fine-tune is there).
+    ours = [m for m in ls.METRIC_DEFINITIONS if not m["Name"].startswith("classifier:")]
+    assert {m["Name"] for m in ours} == set(expected)
+    for metric in ours:
         # SageMaker reports the last match in the log.
         # Each job's log is its own trainer's (run_squad prints train lines too).
         log = sq.stdout if metric["Name"].startswith("squad:") else pre.stdout
