@@ -1,0 +1,94 @@
+"""What the tools that ask a fine-tuned model share (albert.classify; albert.answer's card checks
+are the same rules): its task card read without TensorFlow, feature flags settled against the
+card, the vocabulary checked by content, and the --output file checked before any inference.
+
+A model is only usable as it was fine-tuned: the same windows, labels and vocabulary. A flag left
+out takes the model's setting; a flag that differs is an error, never a silent change; inference
+knobs (batch size, n-best) are free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+from albert.flags import FlagError
+from albert.run_spec import TASK_FILE, file_sha256, task_card
+
+RUN_RECORD = "run.json"  # albert.checkpoints' run record; read here without its TensorFlow
+
+
+def read_card(path: str) -> dict | None:
+    """albert.run_spec.read_task_card without importing TensorFlow (the run record is read as
+    plain JSON), so a flag that disagrees with the model is answered at once."""
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    for candidate in (os.path.join(directory, "assets", TASK_FILE),
+                      os.path.join(directory, TASK_FILE), os.path.join(directory, RUN_RECORD)):
+        if not os.path.isfile(candidate):
+            continue
+        try:
+            with open(candidate, encoding="utf-8") as f:
+                found = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise FlagError(f"--model {path}: {candidate} is unreadable ({e})") from None
+        if not isinstance(found, dict):
+            raise FlagError(f"--model {path}: {candidate} does not hold a JSON object")
+        if candidate.endswith(RUN_RECORD):
+            return task_card(found["spec"]) if found.get("spec") else None
+        return found
+    return None
+
+
+def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
+    """{name: value} for each feature setting in `defaults`: the flag when given (an error when
+    the card holds another value: other windows than training's give other answers), else the
+    card's, else the default (a model without a card)."""
+    features = (card or {}).get("features") or {}
+    out = {}
+    for name, default in defaults.items():
+        given, trained = flags.get(name), features.get(name)
+        if given is not None and trained is not None and given != trained:
+            raise FlagError(f"--{name} {given} differs from the {trained} that --model {model} "
+                            f"was fine-tuned with: drop --{name}")
+        out[name] = given if given is not None else trained if trained is not None else default
+    return out
+
+
+def check_vocabulary(card: dict | None, spm_model: str, model: str) -> None:
+    """Refuse a vocabulary whose content is not the one the model was fine-tuned with (same
+    size, other pieces: valid ids, wrong tokens)."""
+    checksum = (card or {}).get("vocabulary_sha256")
+    if checksum and file_sha256(spm_model) != checksum:
+        raise FlagError(f"the vocabulary {spm_model} is not the one --model {model} was "
+                        "fine-tuned with (its content differs): drop --spm_model, or give that "
+                        "one")
+
+
+def check_output_file(path: str, example: str) -> None:
+    """--output, checked before the model runs (found afterwards, a directory there cost all of
+    the inference). `example`: a file name to suggest."""
+    if os.path.isdir(path):
+        raise FlagError(f"--output {path} is a directory: give a file name for the JSON lines, "
+                        f"e.g. {shlex.quote(os.path.join(path, example))}")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise FlagError(f"--output {path} lies under the file {parent}: give a path in a "
+                        "directory")
+
+
+def write_jsonl(rows: list[dict], path: str | None) -> None:
+    """JSON lines to `path` (written to a temporary name, then renamed: a reader never sees
+    half a file) or to stdout."""
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)

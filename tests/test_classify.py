@@ -1,0 +1,301 @@
+"""albert.classify as a user runs it: run_classifier's predictions from the SavedModel its
+--export_dir writes and from albert.export --task classification, from the checkpoint and its
+Hugging Face export; regression scores; the model's own feature settings; clear errors."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from albert.data.classification_sample import write_task
+
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+SEQ = 64
+
+
+def run_module(module, argv, check=True, timeout=600):
+    proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True,
+                          timeout=timeout, env=ENV)
+    if check:
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return proc
+
+
+def read_tsv(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t")
+    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def topic_run(sample_vocab, tmp_path_factory):
+    """run_classifier on the four-topic task, briefly (a high learning rate, so that the model
+    already tells some topics apart and its predictions are not one label), scoring dev.tsv
+    and exporting a SavedModel with --export_dir."""
+    out = tmp_path_factory.mktemp("classify")
+    write_task(str(out / "topic"), "topic", seed=0)
+    proc = run_module("albert.run_classifier", [
+        "--train_file", str(out / "topic" / "train.tsv"), "--eval_file",
+        str(out / "topic" / "dev.tsv"), "--model_size", "tiny", "--config_override",
+        "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", str(SEQ),
+        "--per_gpu_batch_size", "32", "--learning_rate", "5e-3", "--warmup_steps", "3",
+        "--total_steps", "30", "--output_dir", str(out / "run"), "--export_dir",
+        str(out / "serving" / "1"), "--no_progress", "--xla", "off"])
+    return out, proc
+
+
+@pytest.fixture(scope="module")
+def reference(topic_run, sample_vocab):
+    """Softmax of the logits of every dev sentence, computed here: the checkpoint's Keras model
+    on all of dev in one batch padded to max_seq_length (classify pads per batch of 64)."""
+    import keras
+
+    from albert.convert import load_model
+    from albert.data import classification as data
+    from albert.modeling import AlbertForSequenceClassification
+    from albert.tokenization import load_tokenizer
+
+    out, _ = topic_run
+    examples = data.read_examples(str(out / "topic" / "dev.tsv"), data.Columns("sentence"),
+                                  labelled=False)
+    features, _ = data.featurize(examples, None, load_tokenizer(sample_vocab), SEQ)
+    inputs = {k: np.zeros([len(features), SEQ], np.int32)
+              for k in ("input_ids", "attention_mask", "token_type_ids")}
+    for i, f in enumerate(features):
+        inputs["input_ids"][i, :len(f.input_ids)] = f.input_ids
+        inputs["attention_mask"][i, :len(f.input_ids)] = 1
+    model = load_model(AlbertForSequenceClassification, str(out / "run" / "checkpoints"),
+                       num_labels=4)
+    logits = model(inputs, training=False)["logits"].numpy().astype(np.float64)
+    keras.backend.clear_session()
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def check_same_as_run_classifier(rows, topic_run, reference):
+    """Labels exactly run_classifier's dev predictions, probabilities the softmax of the logits
+    (to 1e-5), labels in the model's id order."""
+    out, _ = topic_run
+    labels = json.loads((out / "run" / "eval_results.json").read_text())["labels"]
+    predicted = read_tsv(out / "run" / "eval_predictions.tsv")
+    assert len(rows) == len(predicted) == len(reference)
+    assert [r["label"] for r in rows] == [p["prediction"] for p in predicted]
+    assert len({r["label"] for r in rows}) > 1  # a model that answers one label proves little
+    for row, expected in zip(rows, reference, strict=True):
+        assert list(row["probabilities"]) == labels
+        np.testing.assert_allclose(list(row["probabilities"].values()), expected, atol=1e-5)
+        assert row["label"] == labels[int(np.argmax(expected))]
+
+
+def test_saved_model_of_run_classifier_export_dir_gives_its_predictions(topic_run, reference,
+                                                                         tmp_path):
+    out, proc = topic_run
+    saved = out / "serving" / "1"
+    assert f"SavedModel: {saved}" in proc.stdout
+    card = json.loads((saved / "assets" / "albert_task.json").read_text())
+    result = json.loads((out / "run" / "eval_results.json").read_text())
+    assert card["task"] == "classification" and card["labels"] == result["labels"]
+    assert card["features"]["max_seq_length"] == SEQ and card["vocabulary_sha256"]
+    # No --max_seq_length: the model's own (64; a model without a card would be read at 128).
+    classify = run_module("albert.classify", ["--model", str(saved), "--input",
+                                              str(out / "topic" / "dev.tsv"), "--output",
+                                              str(tmp_path / "labels.jsonl")])
+    assert f"features as fine-tuned: --max_seq_length {SEQ}" in classify.stderr
+    assert classify.stdout == ""
+    rows = read_jsonl(tmp_path / "labels.jsonl")
+    check_same_as_run_classifier(rows, topic_run, reference)
+    dev = read_tsv(out / "topic" / "dev.tsv")
+    assert [r["index"] for r in rows] == list(range(len(dev)))
+    assert [r["text"] for r in rows] == [d["sentence"] for d in dev]
+    hits = sum(r["label"] == d["label"] for r, d in zip(rows, dev, strict=True))
+    assert hits / len(dev) == pytest.approx(result["accuracy"])
+    assert re.search(r"classified \(compound \d+, debugger \d+, specialnames \d+, "
+                     rf"string-methods \d+\) {len(dev)} input\(s\); wrote ", classify.stderr)
+
+
+def test_albert_export_task_classification_gives_the_same(topic_run, reference, tmp_path):
+    """albert.export --task classification from the checkpoint: the same card, the same
+    answers, one text at a time (--max_seq_length that agrees with the model is accepted)."""
+    out, _ = topic_run
+    saved = tmp_path / "serving" / "2"
+    proc = run_module("albert.export", ["--checkpoint_path", str(out / "run" / "checkpoints"),
+                                        "--task", "classification", "--output_dir", str(saved)])
+    assert "exported classification SavedModel" in proc.stdout and "logits" in proc.stdout
+    assert sorted(os.listdir(saved / "assets")) == ["albert_task.json", "config.json",
+                                                    "spiece.model"]
+    assert (json.loads((saved / "assets" / "albert_task.json").read_text())
+            == json.loads((out / "serving" / "1" / "assets" / "albert_task.json").read_text()))
+    dev = read_tsv(out / "topic" / "dev.tsv")
+    one = run_module("albert.classify", ["--model", str(saved), "--text", dev[1]["sentence"],
+                                         "--max_seq_length", str(SEQ), "--batch_size", "3"])
+    (row,) = [json.loads(line) for line in one.stdout.splitlines()]
+    assert row["text"] == dev[1]["sentence"] and set(row) == {"text", "label", "probabilities"}
+    assert row["label"] == read_tsv(out / "run" / "eval_predictions.tsv")[1]["prediction"]
+    np.testing.assert_allclose(list(row["probabilities"].values()), reference[1], atol=1e-5)
+
+
+def test_checkpoint_and_its_hugging_face_export_give_the_same(topic_run, reference, tmp_path):
+    """--model the run's checkpoint directory (labels from its run record) and its final/
+    (labels from id2label and the card beside it), with JSON lines keyed "text"."""
+    out, _ = topic_run
+    dev = read_tsv(out / "topic" / "dev.tsv")
+    (tmp_path / "dev.jsonl").write_text("".join(
+        json.dumps({"id": f"d{i}", "text": d["sentence"]}) + "\n" + ("\n" if i == 3 else "")
+        for i, d in enumerate(dev)))
+    for model in (out / "run" / "checkpoints", out / "run" / "checkpoints" / "final"):
+        run_module("albert.classify", ["--model", str(model), "--input",
+                                       str(tmp_path / "dev.jsonl"), "--output",
+                                       str(tmp_path / "out.jsonl"), "--batch_size", "50"])
+        rows = read_jsonl(tmp_path / "out.jsonl")
+        assert [r["id"] for r in rows] == [f"d{i}" for i in range(len(dev))]
+        check_same_as_run_classifier(rows, topic_run, reference)
+
+
+@pytest.fixture(scope="module")
+def regression_run(sample_vocab, tmp_path_factory):
+    """A regression fine-tune on JSON-lines pairs that predicts dev and exports a SavedModel."""
+    out = tmp_path_factory.mktemp("classify_regression")
+    rows = [{"q": f"question {i} ?", "a": f"answer {i % 3} .", "y": i % 3 * 0.5}
+            for i in range(20)]
+    for name, part in (("train.jsonl", rows), ("dev.jsonl", rows[:7])):
+        (out / name).write_text("".join(json.dumps(r) + "\n" for r in part))
+    proc = run_module("albert.run_classifier", [
+        "--train_file", str(out / "train.jsonl"), "--eval_file", str(out / "dev.jsonl"),
+        "--predict_file", str(out / "dev.jsonl"), "--text_a", "q", "--text_b", "a", "--label",
+        "y", "--task", "regression", "--model_size", "tiny", "--config_override",
+        "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
+        "--per_gpu_batch_size", "4", "--total_steps", "3", "--output_dir", str(out / "o"),
+        "--export_dir", str(out / "serving"), "--no_progress", "--xla", "off"])
+    return out, proc
+
+
+def test_regression_scores_equal_run_classifier_predictions(regression_run, tmp_path):
+    """No column flags: the pair columns the model was fine-tuned on (q, a) come from its
+    card; each output line is the input object plus its score."""
+    out, _ = regression_run
+    assert json.loads((out / "serving" / "assets" / "albert_task.json").read_text())[
+        "task"] == "regression"
+    proc = run_module("albert.classify", ["--model", str(out / "serving"), "--input",
+                                          str(out / "dev.jsonl")])
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    predicted = read_tsv(out / "o" / "predictions.tsv")
+    # The same features in the same batches through the same float32 graph: the same numbers.
+    assert [r["score"] for r in rows] == [float(p["prediction"]) for p in predicted]
+    assert len({p["prediction"] for p in predicted}) > 1
+    dev = read_jsonl(out / "dev.jsonl")
+    assert [{k: v for k, v in r.items() if k != "score"} for r in rows] == dev
+    # A pair model asked about one text is refused: those are not the features it learnt.
+    single = run_module("albert.classify", ["--model", str(out / "serving"), "--text",
+                                            "question 1 ?"], check=False)
+    refused(single, f"--model {out / 'serving'} was fine-tuned on pairs of texts (columns q, "
+                    "a) but --text gives single texts: give the second text with --text_b")
+
+
+def test_metric_regexes_match_run_classifier_log_lines(topic_run, regression_run):
+    """The launcher's classifier MetricDefinitions against the fixtures' real eval lines (SageMaker
+    reports a regex's last match); none of them matches the other task's line."""
+    import importlib.util
+
+    from conftest import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "launch_sagemaker", os.path.join(REPO_ROOT, "scripts", "launch_sagemaker.py"))
+    launcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launcher)
+    regexes = {m["Name"]: m["Regex"] for m in launcher.METRIC_DEFINITIONS
+               if m["Name"].startswith("classifier:")}
+    assert set(regexes) == {"classifier:accuracy", "classifier:mcc", "classifier:f1",
+                            "classifier:pearson", "classifier:spearman"}
+    for (_, proc), results, names in (
+            (topic_run, topic_run[0] / "run" / "eval_results.json", ("accuracy", "mcc")),
+            (regression_run, regression_run[0] / "o" / "eval_results.json",
+             ("pearson", "spearman"))):
+        scores = json.loads(results.read_text())
+        for name, regex in regexes.items():
+            found = re.findall(regex, proc.stdout)
+            if name.split(":")[1] in names:
+                assert float(found[-1]) == pytest.approx(scores[name.split(":")[1]], abs=1e-4)
+            else:
+                assert not found, name  # f1: two labels only; the other task's scores
+
+
+def refused(proc, message):
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+
+
+def other_vocabulary(vocab, path):
+    """A vocabulary of the same pieces with one score changed: the same size, another
+    checksum."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(open(vocab, "rb").read())
+    proto.pieces[10].score += 1.0
+    path.write_bytes(proto.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize("case", ["max_seq_length", "vocabulary", "output_dir", "pair",
+                                  "both_inputs", "no_input", "column", "squad_model"])
+def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_path):
+    out, _ = topic_run
+    saved = str(out / "serving" / "1")
+    dev = str(out / "topic" / "dev.tsv")
+    argv, message = {
+        "max_seq_length": (["--text", "x", "--max_seq_length", "32"],
+                           f"--max_seq_length 32 differs from the {SEQ} that --model {saved} was "
+                           "fine-tuned with: drop --max_seq_length"),
+        "vocabulary": (["--text", "x", "--spm_model",
+                        other_vocabulary(sample_vocab, tmp_path / "other.model")],
+                       f"the vocabulary {tmp_path / 'other.model'} is not the one --model "
+                       f"{saved} was fine-tuned with (its content differs)"),
+        "output_dir": (["--input", dev, "--output", str(tmp_path)],
+                       f"--output {tmp_path} is a directory: give a file name for the JSON "
+                       f"lines, e.g. {tmp_path / 'labels.jsonl'}"),
+        "pair": (["--text", "x", "--text_b", "y"],
+                 f"--model {saved} was fine-tuned on single texts (column sentence) but --text "
+                 "gives pairs: drop --text_b"),
+        "both_inputs": (["--text", "x", "--input", dev],
+                        "give either --text (with --text_b for a pair) or --input"),
+        "no_input": (["--input", str(tmp_path / "nope.jsonl")],
+                     f"--input {tmp_path / 'nope.jsonl'} does not exist"),
+        "column": (["--input", dev, "--text_a", "text"],
+                   "dev.tsv has no column 'text' (--text_a); its columns are: 'sentence', "
+                   "'label'"),
+        "squad_model": (["--text", "x"], "was fine-tuned for squad, not classification (ask "
+                                         "it with python -m albert.answer)"),
+    }[case]
+    if case == "squad_model":
+        from albert.run_spec import write_task_card
+
+        (tmp_path / "qa").mkdir()
+        write_task_card(str(tmp_path / "qa"), {"task": "squad", "features": {}})
+        saved = str(tmp_path / "qa")
+    before = sorted(os.listdir(tmp_path))
+    refused(run_module("albert.classify", ["--model", saved, *argv], check=False), message)
+    assert sorted(os.listdir(tmp_path)) == before  # nothing written
+
+
+def test_a_card_that_disagrees_with_a_copied_model_is_refused(topic_run, tmp_path):
+    """A SavedModel whose card names other labels than its outputs: an error, not a guess."""
+    out, _ = topic_run
+    shutil.copytree(out / "serving" / "1", tmp_path / "m")
+    path = tmp_path / "m" / "assets" / "albert_task.json"
+    card = json.loads(path.read_text())
+    card["labels"] = card["labels"][:3]
+    path.write_text(json.dumps(card))
+    refused(run_module("albert.classify", ["--model", str(tmp_path / "m"), "--text", "x"],
+                       check=False),
+            f"--model {tmp_path / 'm'} has 4 outputs but its task card names 3 labels")
