@@ -257,3 +257,62 @@ def test_run_squad_predictions_are_whole_words(finetuned):
     texts = [(q, c["text"]) for q, entries in nbest.items() for c in entries if c["text"]]
     assert len(texts) > 5 * len(lines)
     assert [text for q, text in texts if cut_words(contexts[q], text)] == []
+
+
+# -- the model's own windows (issue 23, finding 4) ------------------------------------------------
+
+
+def test_saved_model_answers_with_its_fine_tuning_windows_without_flags(finetuned, tmp_path):
+    out = finetuned[0]
+    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--task", "qa",
+                                 "--output_dir", str(tmp_path / "serving" / "1")])
+    card = json.loads((tmp_path / "serving" / "1" / "assets" / "albert_task.json").read_text())
+    assert card["task"] == "squad" and card["vocabulary_sha256"]
+    assert {k: card["features"][k] for k in ("max_seq_length", "doc_stride",
+                                             "max_query_length")} == {
+        "max_seq_length": 96, "doc_stride": 48, "max_query_length": 24}
+    assert card["features"]["squad_version"] == "v2.0"
+    # No window flags: the model's own (run_squad's defaults, 384/128/64, would answer otherwise
+    # and exceed this model's 512 positions only by luck).
+    proc = run_module("albert.answer", ["--model", str(tmp_path / "serving" / "1"), "--input",
+                                        str(out / "questions.jsonl"), "--batch_size", "16",
+                                        "--null_score_diff_threshold", "1e9"])
+    check_same_as_run_squad([json.loads(line) for line in proc.stdout.splitlines()], finetuned)
+    assert "windows as fine-tuned: --max_seq_length 96 --doc_stride 48" in proc.stderr
+    # The Hugging Face export (final/) and the checkpoint directory carry them too.
+    for model in (out / "ckpt" / "final", out / "ckpt"):
+        question = finetuned[3][0]
+        one = run_module("albert.answer", ["--model", str(model), "--question",
+                                           question["question"], "--context",
+                                           question["context"],
+                                           "--null_score_diff_threshold", "1e9"])
+        assert f"answer: {finetuned[1][question['id']]}\n" in one.stdout
+    # A window flag that disagrees is refused; an inference knob is not.
+    bad = run_module("albert.answer", ["--model", str(tmp_path / "serving" / "1"),
+                                       "--question", "who?", "--context", "it is mira.",
+                                       "--doc_stride", "64"], check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert (f"--doc_stride 64 differs from the 48 that --model {tmp_path / 'serving' / '1'} was "
+            "fine-tuned with: drop --doc_stride") in bad.stderr
+
+
+def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
+    import argparse
+
+    from albert.answer import apply_task_card
+    from albert.flags import FlagError
+    from albert.run_spec import file_sha256, write_task_card
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (tmp_path / "a.model").write_bytes(b"one vocabulary")
+    (tmp_path / "b.model").write_bytes(b"another vocabulary")
+    write_task_card(str(model), {"task": "squad", "features": {"max_seq_length": 128},
+                                 "labels": None,
+                                 "vocabulary_sha256": file_sha256(str(tmp_path / "a.model"))})
+    args = argparse.Namespace(model=str(model), max_seq_length=None, doc_stride=None,
+                              max_query_length=None, squad_version=None)
+    apply_task_card(args, str(tmp_path / "a.model"))
+    assert (args.max_seq_length, args.doc_stride, args.squad_version) == (128, 128, "squadv2")
+    with pytest.raises(FlagError, match="is not the one --model .* was fine-tuned with"):
+        apply_task_card(args, str(tmp_path / "b.model"))

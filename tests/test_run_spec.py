@@ -113,3 +113,37 @@ def test_differences_name_each_entry_and_ignore_total_steps():
         "features.max_seq_length: recorded 64, now 128",
         "labels: recorded ['a', 'b'], now ['b', 'a']",
         "seed: recorded None, now 3"]
+
+
+def test_keep_best_keeps_the_best_evaluation_and_says_which(topic, sample_vocab, tmp_path):
+    out = tmp_path / "run"
+    base = argv(topic, sample_vocab, out, "2e-3", "8", "--eval_file", str(topic / "dev.tsv"),
+                "--eval_frequency", "2")
+    proc = run_classifier(base + ["--keep_best", "loss", "--export_dir",
+                                  str(tmp_path / "serving" / "1")])
+    assert "exporting the best model (--keep_best loss)" in proc.stderr
+    assert (tmp_path / "serving" / "1" / "saved_model.pb").exists()
+    evals = [json.loads(line) for line in open(out / "logs" / "metrics.jsonl")]
+    evals = [r for r in evals if r["split"] == "eval"]
+    assert [r["step"] for r in evals] == [2, 4, 6, 8]
+    best = min(evals, key=lambda r: r["loss"])
+    record = json.loads((out / "checkpoints" / "run.json").read_text())
+    assert record["best"] == {"metric": "loss", "value": pytest.approx(best["loss"]),
+                              "step": best["step"]}
+    assert f"best loss so far: {best['loss']:.4f} at step {best['step']}" in proc.stderr
+    kept = out / "checkpoints" / "best"
+    assert json.loads((kept / "albert_task.json").read_text())["labels"] == \
+        record["spec"]["labels"]
+    # The kept model scores what it scored when it was kept.
+    again = run_classifier(["--eval_file", str(topic / "dev.tsv"), "--load_from", "pretrained",
+                            "--checkpoint_path", str(kept), "--max_seq_length", "32",
+                            "--output_dir", str(tmp_path / "eval"), "--no_progress", "--xla",
+                            "off"])
+    assert "eval on" in again.stdout
+    rescored = json.loads((tmp_path / "eval" / "eval_results.json").read_text())
+    assert rescored["loss"] == pytest.approx(best["loss"], rel=1e-4)
+    # A metric no evaluation reports, or nothing to evaluate: refused before any work.
+    refused(run_classifier(base + ["--keep_best", "bleu", "--overwrite_output_dir"],
+                           check=False), "--keep_best bleu is no metric an evaluation reports")
+    refused(run_classifier(argv(topic, sample_vocab, tmp_path / "x") + ["--keep_best", "f1"],
+                           check=False), "--keep_best f1 needs --eval_file")

@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, user_errors
+from albert.flags import FlagError, HelpFormatter, check_fits, check_vocabulary, user_errors
 
 logger = logging.getLogger("albert.answer")
 
@@ -37,7 +37,7 @@ WINDOW_DEFAULTS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length":
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--model", required=True,
                    help="QA SavedModel, trainer checkpoint, Hugging Face or Google directory")
     p.add_argument("--question", default=None, help="one question (with --context)")
@@ -310,13 +310,9 @@ def run(args, records: list[dict]) -> int:
         raise FlagError(f"no vocabulary comes with --model {args.model} (spiece.model or "
                         "30k-clean.model); pass --spm_model")
     apply_task_card(args, spm_model)
-    if args.max_seq_length > config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({config.max_position_embeddings})")
+    check_fits(config, args.max_seq_length)
     tokenizer = load_tokenizer(spm_model)
-    if len(tokenizer) != config.vocab_size:
-        raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
-                        f"model's vocab_size is {config.vocab_size}")
+    check_vocabulary(config, len(tokenizer), spm_model)
     rows = answer_all(records, logits_fn, tokenizer, args)
     if args.input is None:
         row = rows[0]

@@ -162,7 +162,7 @@ class CheckpointHandler:
 
     def discard(self) -> None:
         """--overwrite_checkpoint_dir: remove this directory's run (checkpoints, record, data
-        positions, final export), nothing else."""
+        positions, final and best exports), nothing else."""
         for path in checkpoint_files(self.directory):
             for f in glob.glob(path + ".*"):
                 os.remove(f)
@@ -170,7 +170,7 @@ class CheckpointHandler:
             path = os.path.join(self.directory, name)
             if os.path.exists(path):
                 os.remove(path)
-        for name in ("data", "final"):
+        for name in ("data", "final", "best"):
             shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
         self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory,
                                                   max_to_keep=self.keep)

@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError
+from albert.flags import FlagError, HelpFormatter
 
 logger = logging.getLogger("albert.classify")
 
@@ -42,7 +42,7 @@ PAD_TO_MULTIPLE_OF = 8  # run_classifier's --pad_to_multiple_of default: the sam
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--model", required=True,
                    help="classifier SavedModel, run_classifier checkpoint (directory or prefix) "
                         "or Hugging Face classifier directory")

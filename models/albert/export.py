@@ -25,7 +25,7 @@ import shutil
 import sys
 
 from albert.convert import new_directory
-from albert.flags import FlagError
+from albert.flags import FlagError, check_vocabulary
 
 logger = logging.getLogger("albert.export")
 
@@ -165,15 +165,21 @@ def add_export_flag(group, ask: str) -> None:
 
 def export_after_run(args, model, task: str, spm_model: str, dist) -> str | None:
     """--export_dir at the end of a fine-tuner's run (rank 0; check_export_dir ran at its
-    start): the model just trained, or the fine-tuned model an evaluation-only run used, with
-    the task card of that run. Returns the SavedModel's path (None: no --export_dir, or not
-    rank 0)."""
+    start): the model just trained (with --keep_best, the best one kept), or the fine-tuned
+    model an evaluation-only run used, with the task card of that run. Returns the SavedModel's
+    path (None: no --export_dir, or not rank 0)."""
     if not args.export_dir or not dist.is_chief:
         return None
     from albert.run_spec import read_task_card
 
     card = read_task_card(args.checkpoint_dir if args.train_file
                           else args.checkpoint_path or args.checkpoint_dir)
+    best = os.path.join(args.checkpoint_dir, "best")
+    if args.train_file and getattr(args, "keep_best", None) and os.path.isdir(best):
+        from albert.convert import load_model
+
+        model = load_model(type(model), best)
+        logger.info("exporting the best model (--keep_best %s): %s", args.keep_best, best)
     path = export_saved_model(model, args.export_dir, task, spm_model=spm_model, card=card)
     print(f"SavedModel: {path}", flush=True)
     return path
@@ -332,11 +338,8 @@ def run(args, source: str | None = None) -> int:
         options = ({"num_labels": 1} if trained == "regression" else
                    {"num_labels": len(labels), "label_names": list(labels)} if labels else {})
     model = load_model(model_class(args.task), path, **options)
-    if pieces != model.config.vocab_size:
-        # A server would take this vocabulary's ids as the model's: valid ids, wrong tokens.
-        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
-                        f"vocab_size is {model.config.vocab_size}: pass the --spm_model it was "
-                        "trained with")
+    # A server would take this vocabulary's ids as the model's: valid ids, wrong tokens.
+    check_vocabulary(model.config, pieces, spm_model)
     if card and card.get("vocabulary_sha256") and args.spm_model \
             and file_sha256(spm_model) != card["vocabulary_sha256"]:
         raise FlagError(f"--spm_model {spm_model} is not the vocabulary {path} was fine-tuned "

@@ -94,10 +94,14 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
                     warmup, plan.describe(args.max_seq_length, total_steps))
     evaluations = []
     if evaluate is not None and args.eval_frequency:
-        # Not at the last update: the runner scores the final model itself, once.
-        evaluations.append(("eval", args.eval_frequency,
-                            lambda: evaluate(xla.gradient, int(trainer.step))
-                            if int(trainer.step) < total_steps else None))
+        def periodic():
+            if int(trainer.step) >= total_steps:
+                return None  # the runner scores the final model itself, once
+            scores = evaluate(xla.gradient, int(trainer.step))
+            keep_best(args, model, scores, int(trainer.step), spm_model, dist)
+            return scores
+
+        evaluations.append(("eval", args.eval_frequency, periodic))
     status = fit(trainer, batches, total_steps=total_steps, checkpoints=checkpoints,
                  evaluations=evaluations, evaluate_at_end=False,
                  metrics=metrics, metrics_fn=metrics_fn,
@@ -111,3 +115,53 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
             write_task_card(final, task_card(spec))  # the windows and labels it was tuned with
         mark_finished(args.checkpoint_dir, step, dist)
     return status, step, xla
+
+
+# Metrics an evaluation reports, and which way is better.
+HIGHER_IS_BETTER = ("accuracy", "mcc", "f1", "pearson", "spearman", "exact", "HasAns_exact",
+                    "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_exact", "best_f1")
+LOWER_IS_BETTER = ("loss",)
+
+
+def check_keep_best(args, evaluated_file: str | None, flag: str) -> None:
+    """--keep_best METRIC, checked before any training: a known metric and something to score."""
+    metric = getattr(args, "keep_best", None)
+    if not metric:
+        return
+    if metric not in HIGHER_IS_BETTER + LOWER_IS_BETTER:
+        raise FlagError(f"--keep_best {metric} is no metric an evaluation reports; one of "
+                        f"{', '.join(HIGHER_IS_BETTER + LOWER_IS_BETTER)}")
+    if not evaluated_file:
+        raise FlagError(f"--keep_best {metric} needs {flag} to evaluate")
+
+
+def keep_best(args, model, scores: dict | None, step: int, spm_model: str, dist) -> bool:
+    """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its
+    run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
+    its task card). Returns whether it did (rank 0)."""
+    from albert.checkpoints import read_run_record, write_run_record
+    from albert.run_spec import read_task_card, write_task_card
+
+    metric = getattr(args, "keep_best", None)
+    if not metric or not dist.is_chief or not scores:
+        return False
+    if metric not in scores:
+        logger.warning("--keep_best %s: this evaluation reports only %s; nothing kept", metric,
+                       ", ".join(sorted(scores)))
+        return False
+    value = float(scores[metric])
+    record = read_run_record(args.checkpoint_dir) or {}
+    best = record.get("best")
+    if best and best.get("metric") == metric:
+        better = value < best["value"] if metric in LOWER_IS_BETTER else value > best["value"]
+        if not better:
+            return False
+    target = os.path.join(args.checkpoint_dir, "best")
+    model.save_pretrained(target, spm_model=spm_model)
+    card = read_task_card(args.checkpoint_dir)
+    if card:
+        write_task_card(target, card)
+    record["best"] = {"metric": metric, "value": value, "step": step}
+    write_run_record(args.checkpoint_dir, record)
+    logger.info("best %s so far: %.4f at step %d, kept in %s", metric, value, step, target)
+    return True

@@ -16,6 +16,17 @@ class FlagError(ValueError):
     """A flag value that cannot work; the message names the flag."""
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help shows each default once: the flag's value when it has one, nothing for a flag off
+    by default or whose help already says what its default is ("default ..." in the text)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
 def add_model_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model_size", default="base", help=f"one of {sorted(PRESETS)}")
@@ -106,6 +117,10 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
                         "else the command is refused")
     g.add_argument("--overwrite_checkpoint_dir", action="store_true",
                    help="discard the run in --checkpoint_dir and start this one")
+    if under_output_dir:
+        g.add_argument("--keep_best", default=None, metavar="METRIC",
+                       help="keep the model of the best evaluation (e.g. accuracy, f1; loss is "
+                            "lower-better) in <checkpoint_dir>/best, and export that one")
     g.add_argument("--log_dir", default=None if under_output_dir else os.path.join(where, "logs"),
                    help=f"metrics.jsonl and TensorBoard events (default "
                         f"{os.path.join(where, 'logs')})")
@@ -116,6 +131,27 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--plan_ranks", type=int, default=None,
                    help="with --plan_only: plan for this many ranks (e.g. 8 GPUs) instead of "
                         "this process's")
+
+
+def add_fine_tuning_flags(g, *, run_name: str, epochs: float, scored: str) -> None:
+    """The task-group flags both fine-tuners take alike; `scored`: the flag of the file they
+    score (--eval_file, --predict_file)."""
+    g.add_argument("--num_train_epochs", type=float, default=epochs,
+                   help="used when --total_steps is not given")
+    g.add_argument("--warmup_proportion", type=float, default=0.1,
+                   help="warmup as a fraction of the steps when --warmup_steps is not given")
+    g.add_argument("--eval_batch_size", type=int, default=64)
+    g.add_argument("--eval_frequency", type=int, default=0,
+                   help=f"also score {scored} every N updates during training (0: at the end "
+                        "only), logged under eval/ like the training metrics")
+    g.add_argument("--output_dir", default=os.path.join("runs", run_name),
+                   help="this run's results, and its checkpoints, logs and feature cache unless "
+                        "given apart; one run per directory")
+    g.add_argument("--overwrite_output_dir", action="store_true",
+                   help="discard the run in --output_dir (its checkpoints) and start this one")
+    g.add_argument("--cache_dir", default=None,
+                   help="feature cache, keyed by file, vocabulary and settings (default "
+                        "<output_dir>/cache; share one between runs to featurize once)")
 
 
 def resolve_run_dirs(args) -> None:
@@ -204,10 +240,45 @@ def model_from_flags(cls, args, max_seq_length: int):
         model = cls.from_pretrained(args.checkpoint_path)
     else:
         model = cls(model_config_from_flags(args)).build_for_config()
-    if max_seq_length > model.config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({model.config.max_position_embeddings})")
+    check_fits(model.config, max_seq_length)
     return model
+
+
+def check_fits(config, max_seq_length: int) -> None:
+    """The one check that --max_seq_length fits the model's positions."""
+    if max_seq_length > config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({config.max_position_embeddings})")
+
+
+def check_vocabulary(config, pieces: int, spm_model: str) -> None:
+    """The one check that a vocabulary's size is the model's (else its ids mean other tokens)."""
+    if pieces != config.vocab_size:
+        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
+                        f"vocab_size is {config.vocab_size}: pass the --spm_model it was "
+                        "trained with")
+
+
+def plan_ranks(args) -> int:
+    """--plan_only's rank count: --plan_ranks, else the launcher's (horovodrun -np N), else 1."""
+    from albert.distributed import launched_by_horovod
+
+    if args.plan_ranks:
+        return args.plan_ranks
+    return int(os.environ.get("HOROVOD_SIZE", 1)) if launched_by_horovod() else 1
+
+
+def fine_tuned_path(args) -> str:
+    """Where an evaluation-only run takes its fine-tuned weights: --checkpoint_path, or with
+    --load_from checkpoint the latest checkpoint in --checkpoint_dir. Checked before loading."""
+    if args.load_from in ("pretrained", "huggingface") and not args.checkpoint_path:
+        raise FlagError(f"--load_from {args.load_from} needs --checkpoint_path (a local model "
+                        "directory)")
+    path = args.checkpoint_path or args.checkpoint_dir
+    if not args.checkpoint_path and not os.path.isdir(path):
+        raise FlagError(f"--load_from checkpoint without --checkpoint_path uses the latest "
+                        f"checkpoint in --checkpoint_dir {path}, which does not exist")
+    return path
 
 
 def tokenizer_path(args) -> str:
@@ -232,8 +303,15 @@ def xla_plan_from_flags(args, dist, recorded: dict | None = None):
 
     if args.eager:
         return XlaPlan(False, False, "--eager")
-    return choose_xla("off" if args.skip_xla else args.xla, args.precision, dist,
+    plan = choose_xla("off" if args.skip_xla else args.xla, args.precision, dist,
                       recorded=recorded)
+    if recorded and (plan.gradient, plan.update) != (recorded["gradient"], recorded["update"]):
+        import logging
+
+        logging.getLogger("albert.flags").warning(
+            "this command changes the run's XLA plan: it started with gradient %s, update %s; "
+            "now %s", recorded["gradient"], recorded["update"], plan.describe())
+    return plan
 
 
 def batch_plan_from_flags(args, ranks: int):

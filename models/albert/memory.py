@@ -18,6 +18,7 @@ from albert.config import AlbertConfig
 from albert.flags import (
     FlagError,
     batch_plan_from_flags,
+    check_fits,
     check_memory_flags,
     model_config_from_flags,
 )
@@ -242,9 +243,7 @@ def plan_only_lines(args, ranks: int, *, head: str, num_labels: int = 2,
     """--plan_only: the batch plan and the memory plan per GPU (and, for --per_gpu_batch_size
     auto, which the memory plan decides against --memory_budget_gb, why)."""
     config, note = config_for_plan(args)
-    if args.max_seq_length > config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({config.max_position_embeddings})")
+    check_fits(config, args.max_seq_length)
     lines = [note] if note else []
     if args.per_gpu_batch_size == "auto":
         if args.memory_budget_gb is None:

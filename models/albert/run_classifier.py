@@ -34,12 +34,19 @@ import os
 import sys
 
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
+from albert.finetune import check_keep_best, keep_best
 from albert.flags import (
     FlagError,
+    HelpFormatter,
+    add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
+    check_fits,
     check_training_flags,
+    check_vocabulary,
+    fine_tuned_path,
     model_from_flags,
+    plan_ranks,
     resolve_run_dirs,
     run_main,
     tokenizer_path,
@@ -54,7 +61,7 @@ MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     g = p.add_argument_group("classification")
     g.add_argument("--train_file", default=None, help="labelled TSV / CSV / JSONL to fine-tune on")
     g.add_argument("--eval_file", default=None, help="labelled file to score")
@@ -81,22 +88,7 @@ def parse_args(argv=None):
     g.add_argument("--pad_to_multiple_of", type=int, default=8,
                    help="round a batch's padded length up to a multiple of this (1: exactly its "
                         "longest): fewer shapes for XLA to compile")
-    g.add_argument("--num_train_epochs", type=float, default=3.0,
-                   help="used when --total_steps is not given")
-    g.add_argument("--warmup_proportion", type=float, default=0.1,
-                   help="warmup as a fraction of the steps when --warmup_steps is not given")
-    g.add_argument("--eval_batch_size", type=int, default=64)
-    g.add_argument("--eval_frequency", type=int, default=0,
-                   help="also score --eval_file every N updates during training (0: at the end "
-                        "only), logged under eval/ like the training metrics")
-    g.add_argument("--output_dir", default=os.path.join("runs", "classifier"),
-                   help="this run's results, and its checkpoints, logs and feature cache unless "
-                        "given apart; one run per directory")
-    g.add_argument("--overwrite_output_dir", action="store_true",
-                   help="discard the run in --output_dir (its checkpoints) and start this one")
-    g.add_argument("--cache_dir", default=None,
-                   help="feature cache, keyed by file, vocabulary and settings (default "
-                        "<output_dir>/cache; share one between runs to featurize once)")
+    add_fine_tuning_flags(g, run_name="classifier", epochs=3.0, scored="--eval_file")
     from albert.export import add_export_flag
 
     add_export_flag(g, ask="python -m albert.classify")
@@ -214,7 +206,7 @@ def run(args) -> int:
     from albert.tokenization import load_tokenizer
 
     if args.plan_only:
-        for line in plan_only_lines(args, args.plan_ranks or 1, head="classifier",
+        for line in plan_only_lines(args, plan_ranks(args), head="classifier",
                                     total_steps=args.total_steps):
             print(line, flush=True)
         return 0
@@ -230,6 +222,9 @@ def run(args) -> int:
                         "give --load_from checkpoint --checkpoint_path <a run_classifier "
                         "checkpoint directory> (or --load_from pretrained <a classifier "
                         "directory>); --load_from scratch would score random weights")
+    if not args.train_file:
+        fine_tuned_path(args)  # before reading any file: a missing model is the first error
+    check_keep_best(args, args.eval_file, "--eval_file")
     spec = task_spec(args)
     # Every rank reads and checks the files, so a bad row stops them all alike (before any
     # collective operation, where the others would wait for a rank that has stopped).
@@ -262,9 +257,7 @@ def run(args) -> int:
         model = _fine_tuned_model(args, spec)
         regression = spec.task == "regression"
     config = model.config
-    if config.vocab_size != len(tokenizer):
-        raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
-                        f"model's vocab_size is {config.vocab_size}")
+    check_vocabulary(config, len(tokenizer), spm_model)
     eval_values = None
     if eval_examples is not None:
         eval_values = data.label_values(eval_examples, args.eval_file, spec.task, spec.labels)
@@ -298,7 +291,9 @@ def run(args) -> int:
         if xla is None and (eval_examples is not None or predict_examples is not None):
             xla = xla_plan_from_flags(args, dist)
         if eval_prefix is not None:
-            evaluate(xla.gradient, step, metrics)
+            scores = evaluate(xla.gradient, step, metrics)
+            if train_examples is not None:
+                keep_best(args, model, scores, step, spm_model, dist)
         if predict_examples is not None:
             prefix = _features(args.predict_file, predict_examples, None, spec.predict_columns,
                                spec, tokenizer, spm_model, False, args, dist)
@@ -322,7 +317,7 @@ def _fine_tuned_model(args, spec: Spec):
     from albert.convert import load_model
     from albert.modeling import AlbertForSequenceClassification
 
-    path = args.checkpoint_path or args.checkpoint_dir
+    path = fine_tuned_path(args)
     record = _recorded(path) if args.load_from == "checkpoint" else {}
     trained = tuple(record["labels"]) if record.get("labels") else None
     asked = spec.labels
@@ -357,9 +352,7 @@ def _fine_tuned_model(args, spec: Spec):
         if spec.labels is None:
             raise FlagError(f"{path} does not name its {model.num_labels} labels: give them, in "
                             "id order, with --labels")
-    if args.max_seq_length > model.config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({model.config.max_position_embeddings})")
+    check_fits(model.config, args.max_seq_length)
     return model
 
 

@@ -20,11 +20,13 @@ import shlex
 import sys
 
 from albert.flags import (
+    HelpFormatter,
     add_model_flags,
     add_training_flags,
     batch_plan_from_flags,
     check_training_flags,
     model_from_flags,
+    plan_ranks,
     run_main,
     xla_plan_from_flags,
 )
@@ -35,7 +37,7 @@ logger = logging.getLogger("albert.run_pretraining")
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     g = p.add_argument_group("data")
     g.add_argument("--train_dir", default="data/train",
                    help="TFRecord directory, glob or comma list, under --filesystem_prefix")
@@ -75,11 +77,8 @@ def parse_args(argv=None):
 def plan_only(args) -> int:
     """--plan_only: the batch plan for --plan_ranks ranks and the memory plan per GPU, printed;
     nothing else runs."""
-    from albert.distributed import launched_by_horovod
-
-    ranks = args.plan_ranks or int(os.environ.get("HOROVOD_SIZE", 1) if launched_by_horovod()
-                                   else 1)
-    for line in plan_only_lines(args, ranks, head="pretraining", total_steps=args.total_steps):
+    for line in plan_only_lines(args, plan_ranks(args), head="pretraining",
+                                total_steps=args.total_steps):
         print(line, flush=True)
     return 0
 
@@ -157,13 +156,7 @@ def run(args) -> int:
     previous = None
     if dist.is_chief and not args.overwrite_checkpoint_dir:
         previous = read_run_record(args.checkpoint_dir)
-    recorded_xla = (previous or {}).get("xla")
-    xla = xla_plan_from_flags(args, dist, recorded=recorded_xla)
-    if recorded_xla and (xla.gradient, xla.update) != (recorded_xla["gradient"],
-                                                         recorded_xla["update"]):
-        logger.warning("this command changes the run's XLA plan: it started with gradient %s, "
-                       "update %s; now %s", recorded_xla["gradient"], recorded_xla["update"],
-                       xla.describe())
+    xla = xla_plan_from_flags(args, dist, recorded=(previous or {}).get("xla"))
     on_gpu = bool(tf.config.list_physical_devices("GPU"))
     auto_line = None
     if args.per_gpu_batch_size == "auto":

@@ -25,12 +25,19 @@ import logging
 import os
 import sys
 
+from albert.finetune import check_keep_best, keep_best
 from albert.flags import (
     FlagError,
+    HelpFormatter,
+    add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
+    check_fits,
     check_training_flags,
+    check_vocabulary,
+    fine_tuned_path,
     model_from_flags,
+    plan_ranks,
     resolve_run_dirs,
     run_main,
     tokenizer_path,
@@ -45,7 +52,7 @@ _VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the fil
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     g = p.add_argument_group("SQuAD")
     g.add_argument("--train_file", default=None, help="SQuAD JSON to fine-tune on")
     g.add_argument("--predict_file", default=None, help="SQuAD JSON to predict and score")
@@ -57,22 +64,7 @@ def parse_args(argv=None):
     g.add_argument("--n_best_size", type=int, default=20)
     g.add_argument("--max_answer_length", type=int, default=30)
     g.add_argument("--null_score_diff_threshold", type=float, default=0.0)
-    g.add_argument("--num_train_epochs", type=float, default=2.0,
-                   help="used when --total_steps is not given")
-    g.add_argument("--warmup_proportion", type=float, default=0.1,
-                   help="warmup as a fraction of the steps when --warmup_steps is not given")
-    g.add_argument("--eval_batch_size", type=int, default=64)
-    g.add_argument("--eval_frequency", type=int, default=0,
-                   help="also predict and score --predict_file every N updates during training "
-                        "(0: at the end only), logged under eval/ like the training metrics")
-    g.add_argument("--output_dir", default=os.path.join("runs", "squad"),
-                   help="this run's results, and its checkpoints, logs and feature cache unless "
-                        "given apart; one run per directory")
-    g.add_argument("--overwrite_output_dir", action="store_true",
-                   help="discard the run in --output_dir (its checkpoints) and start this one")
-    g.add_argument("--cache_dir", default=None,
-                   help="feature cache, keyed by file, vocabulary and settings (default "
-                        "<output_dir>/cache; share one between runs to featurize once)")
+    add_fine_tuning_flags(g, run_name="squad", epochs=2.0, scored="--predict_file")
     from albert.export import add_export_flag
 
     add_export_flag(g, ask="python -m albert.answer")
@@ -134,7 +126,7 @@ def run(args) -> int:
     from albert.tokenization import load_tokenizer
 
     if args.plan_only:
-        for line in plan_only_lines(args, args.plan_ranks or 1, head="squad",
+        for line in plan_only_lines(args, plan_ranks(args), head="squad",
                                     total_steps=args.total_steps):
             print(line, flush=True)
         return 0
@@ -148,6 +140,9 @@ def run(args) -> int:
                         "--load_from checkpoint --checkpoint_path <a run_squad checkpoint "
                         "directory> (or --load_from pretrained <a QA model directory>); "
                         "--load_from scratch would score random weights")
+    if not args.train_file:
+        fine_tuned_path(args)  # before reading any file: a missing model is the first error
+    check_keep_best(args, args.predict_file, "--predict_file")
     dist = distributed.init()
     set_precision(args.precision)
     keras.utils.set_random_seed(args.seed)
@@ -160,9 +155,7 @@ def run(args) -> int:
     else:
         model = _fine_tuned_model(AlbertForQuestionAnswering, args)
     config = model.config
-    if config.vocab_size != len(tokenizer):
-        raise FlagError(f"the vocabulary {spm_model} has {len(tokenizer)} pieces but the "
-                        f"model's vocab_size is {config.vocab_size}")
+    check_vocabulary(config, len(tokenizer), spm_model)
     metrics = MetricsLogger(args.log_dir, dist)
     try:
         step = 0
@@ -188,7 +181,9 @@ def run(args) -> int:
         if scored is not None:
             if xla is None:
                 xla = xla_plan_from_flags(args, dist)
-            evaluate(xla.gradient, step, metrics)
+            scores = evaluate(xla.gradient, step, metrics)
+            if args.train_file:
+                keep_best(args, model, scores, step, spm_model, dist)
         export_after_run(args, model, "qa", spm_model, dist)
     finally:
         metrics.close()
@@ -202,18 +197,10 @@ def _fine_tuned_model(cls, args):
     a QA head is an error, never a randomly initialised head."""
     from albert.convert import load_model
 
-    if args.load_from in ("pretrained", "huggingface") and not args.checkpoint_path:
-        raise FlagError(f"--load_from {args.load_from} needs --checkpoint_path (a local model "
-                        "directory)")
-    path = args.checkpoint_path or args.checkpoint_dir
-    if not args.checkpoint_path and not os.path.isdir(path):
-        raise FlagError(f"--load_from checkpoint without --checkpoint_path predicts with the "
-                        f"latest checkpoint in --checkpoint_dir {path}, which does not exist")
+    path = fine_tuned_path(args)
     model = load_model(cls, path)
     logger.info("predicting with the fine-tuned weights of %s", path)
-    if args.max_seq_length > model.config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({model.config.max_position_embeddings})")
+    check_fits(model.config, args.max_seq_length)
     return model
 
 
