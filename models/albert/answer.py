@@ -28,6 +28,7 @@ import os
 import sys
 
 from albert.flags import FlagError, HelpFormatter, check_fits, check_vocabulary, user_errors
+from albert.serving import check_output_file, write_jsonl
 
 logger = logging.getLogger("albert.answer")
 
@@ -83,27 +84,11 @@ def check_args(args) -> None:
     if args.spm_model and not os.path.isfile(args.spm_model):
         raise FlagError(f"--spm_model {args.spm_model} does not exist")
     if args.output:
-        check_output_file(args.output)
+        check_output_file(args.output, "answers.jsonl")
     for name in ("max_seq_length", "doc_stride", "max_query_length", "n_best_size",
                  "max_answer_length", "batch_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise FlagError(f"--{name} must be >= 1, got {getattr(args, name)}")
-
-
-def check_output_file(path: str) -> None:
-    """--output, checked before the model runs: found afterwards, a directory there cost all
-    of the inference and left <output>.tmp behind."""
-    import shlex
-
-    if os.path.isdir(path):
-        raise FlagError(f"--output {path} is a directory: give a file name for the JSON lines, "
-                        f"e.g. {shlex.quote(os.path.join(path, 'answers.jsonl'))}")
-    parent = os.path.dirname(os.path.abspath(path))
-    while not os.path.lexists(parent):
-        parent = os.path.dirname(parent)
-    if not os.path.isdir(parent):
-        raise FlagError(f"--output {path} lies under the file {parent}: give a path in a "
-                        "directory")
 
 
 def read_questions(path: str) -> list[dict]:
@@ -200,29 +185,23 @@ def apply_task_card(args, spm_model: str) -> None:
     """Windows, SQuAD version and vocabulary as the model was fine-tuned (its task card): a flag
     left out takes the model's setting, a flag that differs is an error (other windows than
     training's give other answers). Inference knobs (batch size, n-best, thresholds) are free."""
-    from albert.run_spec import file_sha256, read_task_card
+    from albert.serving import check_vocabulary_content, read_card, settle
 
-    card = read_task_card(args.model) or {}
+    card = read_card(args.model) or {}
     if card.get("task") not in (None, "squad"):
         raise FlagError(f"--model {args.model} was fine-tuned for {card['task']}, not question "
                         "answering")
     features = card.get("features") or {}
-    for name, default in WINDOW_DEFAULTS.items():
-        trained, given = features.get(name), getattr(args, name)
-        if given is not None and trained is not None and given != trained:
-            raise FlagError(f"--{name} {given} differs from the {trained} that --model "
-                            f"{args.model} was fine-tuned with: drop --{name}")
-        setattr(args, name, given if given is not None else trained or default)
+    windows = settle({name: getattr(args, name) for name in WINDOW_DEFAULTS}, card,
+                     WINDOW_DEFAULTS, args.model)
+    for name, value in windows.items():
+        setattr(args, name, value)
     trained_version = {"v1.1": "squadv1", "v2.0": "squadv2"}.get(features.get("squad_version"))
     if args.squad_version and trained_version and args.squad_version != trained_version:
         raise FlagError(f"--squad_version {args.squad_version} differs from the {trained_version}"
                         f" data --model {args.model} was fine-tuned on: drop --squad_version")
     args.squad_version = args.squad_version or trained_version or "squadv2"
-    checksum = card.get("vocabulary_sha256")
-    if checksum and file_sha256(spm_model) != checksum:
-        raise FlagError(f"the vocabulary {spm_model} is not the one --model {args.model} was "
-                        "fine-tuned with (its content differs): drop --spm_model, or give that "
-                        "one")
+    check_vocabulary_content(card, spm_model, args.model)
     if card:
         logger.info("windows as fine-tuned: --max_seq_length %d --doc_stride %d "
                     "--max_query_length %d, %s", args.max_seq_length, args.doc_stride,
@@ -278,19 +257,6 @@ def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
             row["null_score_diff"] = null_odds[example.qid]
         out.append(row)
     return out
-
-
-def write_jsonl(rows: list[dict], path: str | None) -> None:
-    """JSON lines to `path` (written to a temporary name, then renamed) or to stdout."""
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-    if path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def prepare(args) -> list[dict]:

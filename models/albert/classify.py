@@ -206,7 +206,7 @@ def prepare(args):
     """(card, examples, rows, spm_model or None) after every check that needs no TensorFlow:
     the flags, the model's task card against them, the vocabulary, the inputs."""
     from albert.convert import vocabulary_file
-    from albert.serving import check_vocabulary, read_card, settle
+    from albert.serving import check_vocabulary_content, read_card, settle
 
     check_args(args)
     card = read_card(args.model)
@@ -219,7 +219,7 @@ def prepare(args):
                                  FEATURE_DEFAULTS, args.model)["max_seq_length"]
     spm_model = args.spm_model or vocabulary_file(args.model)
     if spm_model:
-        check_vocabulary(card, spm_model, args.model)
+        check_vocabulary_content(card, spm_model, args.model)
     examples, rows = read_inputs(args, card)
     return card, examples, rows, spm_model
 
@@ -364,7 +364,7 @@ def result_rows(rows: list[dict], logits, labels) -> list[dict]:
 
 
 def run(args, card, examples, rows, spm_model) -> int:
-    from albert.serving import check_vocabulary, write_jsonl
+    from albert.serving import check_vocabulary_content, write_jsonl
     from albert.tokenization import load_tokenizer
 
     logits_fn, config, outputs, names = load_classifier(args.model, card)
@@ -372,7 +372,7 @@ def run(args, card, examples, rows, spm_model) -> int:
     if not spm_model:
         raise FlagError(f"no vocabulary comes with --model {args.model} (spiece.model or "
                         "30k-clean.model); pass --spm_model")
-    check_vocabulary(card, spm_model, args.model)
+    check_vocabulary_content(card, spm_model, args.model)
     if args.max_seq_length > config.max_position_embeddings:
         raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
                         f"max_position_embeddings ({config.max_position_embeddings})")

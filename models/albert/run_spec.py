@@ -173,16 +173,23 @@ def write_task_card(directory: str, card: dict) -> str:
 def read_task_card(path: str) -> dict | None:
     """The task card of a model: a SavedModel's assets, a Hugging Face export's directory, or a
     trainer checkpoint's run record (directory or prefix). None when it has none (a model from
-    elsewhere, or exported before cards existed)."""
+    elsewhere, or exported before cards existed). Plain JSON, no TensorFlow: the serving tools
+    answer a flag that disagrees with the model at once."""
     import json
 
     directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     for candidate in (os.path.join(directory, "assets", TASK_FILE),
-                      os.path.join(directory, TASK_FILE)):
-        if os.path.isfile(candidate):
+                      os.path.join(directory, TASK_FILE), os.path.join(directory, "run.json")):
+        if not os.path.isfile(candidate):
+            continue
+        try:
             with open(candidate, encoding="utf-8") as f:
-                return json.load(f)
-    from albert.checkpoints import read_run_record
-
-    record = read_run_record(directory) or {}
-    return task_card(record["spec"]) if record.get("spec") else None
+                found = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{candidate} (of the model {path}) is unreadable ({e})") from None
+        if not isinstance(found, dict):
+            raise ValueError(f"{candidate} (of the model {path}) does not hold a JSON object")
+        if candidate.endswith("run.json"):
+            return task_card(found["spec"]) if found.get("spec") else None
+        return found
+    return None

@@ -1,6 +1,6 @@
-"""What the tools that ask a fine-tuned model share (albert.classify; albert.answer's card checks
-are the same rules): its task card read without TensorFlow, feature flags settled against the
-card, the vocabulary checked by content, and the --output file checked before any inference.
+"""What the tools that ask a fine-tuned model share (albert.answer, albert.classify): its task
+card read without TensorFlow, feature flags settled against the card, the vocabulary checked by
+content, and the --output file checked before any inference.
 
 A model is only usable as it was fine-tuned: the same windows, labels and vocabulary. A flag left
 out takes the model's setting; a flag that differs is an error, never a silent change; inference
@@ -15,30 +15,15 @@ import shlex
 import sys
 
 from albert.flags import FlagError
-from albert.run_spec import TASK_FILE, file_sha256, task_card
-
-RUN_RECORD = "run.json"  # albert.checkpoints' run record; read here without its TensorFlow
+from albert.run_spec import file_sha256, read_task_card
 
 
 def read_card(path: str) -> dict | None:
-    """albert.run_spec.read_task_card without importing TensorFlow (the run record is read as
-    plain JSON), so a flag that disagrees with the model is answered at once."""
-    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    for candidate in (os.path.join(directory, "assets", TASK_FILE),
-                      os.path.join(directory, TASK_FILE), os.path.join(directory, RUN_RECORD)):
-        if not os.path.isfile(candidate):
-            continue
-        try:
-            with open(candidate, encoding="utf-8") as f:
-                found = json.load(f)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise FlagError(f"--model {path}: {candidate} is unreadable ({e})") from None
-        if not isinstance(found, dict):
-            raise FlagError(f"--model {path}: {candidate} does not hold a JSON object")
-        if candidate.endswith(RUN_RECORD):
-            return task_card(found["spec"]) if found.get("spec") else None
-        return found
-    return None
+    """The model's task card (albert.run_spec.read_task_card), a damaged one as a flag error."""
+    try:
+        return read_task_card(path)
+    except ValueError as e:
+        raise FlagError(f"--model {path}: {e}") from None
 
 
 def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
@@ -56,7 +41,7 @@ def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
     return out
 
 
-def check_vocabulary(card: dict | None, spm_model: str, model: str) -> None:
+def check_vocabulary_content(card: dict | None, spm_model: str, model: str) -> None:
     """Refuse a vocabulary whose content is not the one the model was fine-tuned with (same
     size, other pieces: valid ids, wrong tokens)."""
     checksum = (card or {}).get("vocabulary_sha256")
