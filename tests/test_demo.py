@@ -136,8 +136,13 @@ def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
     assert os.path.samefile(records["pretrained"]["started_from"]["checkpoint_path"], final)
     assert records["scratch"]["started_from"]["load_from"] == "scratch"
     assert records["scratch"]["started_from"]["checkpoint_path"] is None
-    for key in ("total_steps", "batch_plan", "train_file"):
+    for key in ("total_steps", "batch_plan"):
         assert records["pretrained"][key] == records["scratch"][key]
+    # Their whole specs differ only in where they started: same data, vocabulary, features,
+    # optimizer, schedule, seed and model configuration.
+    pretrained, scratch = records["pretrained"]["spec"], records["scratch"]["spec"]
+    assert [k for k in pretrained if pretrained[k] != scratch[k]] == ["started_from"]
+    assert set(pretrained) == set(scratch)
 
 
 def test_quick_demo_pretrains_on_the_registry_and_asks_across_held_out_wordings(quick_demo):

@@ -181,7 +181,7 @@ def test_from_scratch_fine_tune_learns_with_bias_correction_and_collapses_withou
         assert proc.returncode == 0, proc.stderr[-3000:]
         accuracy[form] = json.loads((out / "out" / "eval_results.json").read_text())["accuracy"]
         record = json.loads((out / "ckpt" / "run.json").read_text())
-        assert record["bias_correction"] is (form == "on")
+        assert record["spec"]["bias_correction"] is (form == "on")
     majority = counts["dev_majority"]
     print(f"dev accuracy: corrected {accuracy['on']:.3f}, uncorrected {accuracy['off']:.3f}, "
           f"majority class {majority:.3f}")
