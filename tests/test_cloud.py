@@ -196,7 +196,10 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
     if entry == "run_pretraining":
         assert hp["val_dir"] == "false" and args.val_dir == "false"
     else:
-        assert (args.train_file, args.predict_file) == ("false", "true")
+        # Values, not flags; relative data files are read under the FSx channel.
+        assert (hp["train_file"], hp["predict_file"]) == ("false", "true")
+        prefix = hp["filesystem_prefix"]
+        assert (args.train_file, args.predict_file) == (f"{prefix}/false", f"{prefix}/true")
     assert (args.skip_xla, args.no_progress, args.eager) == (False, True, True)
     assert "--skip_xla" in boolean_flags(module) and "--val_dir" not in boolean_flags(module)
 

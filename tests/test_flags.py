@@ -53,3 +53,20 @@ def test_evaluation_only_from_pretrained_needs_a_path_in_both_fine_tuners(runner
                           timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "--load_from pretrained needs --checkpoint_path" in proc.stderr
+
+
+def test_fine_tuners_read_relative_files_under_the_filesystem_prefix(tmp_path):
+    # The SageMaker launcher sets --filesystem_prefix to the FSx channel and passes data files
+    # relative to it (as run_pretraining's --train_dir).
+    from albert import run_classifier, run_squad
+
+    squad = run_squad.parse_args(["--filesystem_prefix", "/fsx", "--train_file",
+                                  "squad/train.json", "--predict_file", "/abs/dev.json"])
+    assert (squad.train_file, squad.predict_file) == ("/fsx/squad/train.json", "/abs/dev.json")
+    glue = run_classifier.parse_args(["--filesystem_prefix", "/fsx", "--train_file", "sst2/t.tsv",
+                                      "--eval_file", "sst2/d.tsv", "--output_dir",
+                                      str(tmp_path / "out")])
+    assert (glue.train_file, glue.eval_file) == ("/fsx/sst2/t.tsv", "/fsx/sst2/d.tsv")
+    assert glue.checkpoint_dir == str(tmp_path / "out" / "checkpoints")
+    local = run_squad.parse_args(["--train_file", "squad/train.json"])
+    assert local.train_file == "squad/train.json"

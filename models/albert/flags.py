@@ -55,7 +55,7 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
                        optimizer: str, run_name: str, under_output_dir: bool = False) -> None:
     """under_output_dir: a fine-tuner's checkpoints and logs default to <--output_dir>/..., so
     two experiments with two output directories never share (and resume) one checkpoint
-    directory (see resolve_run_dirs)."""
+    directory (see resolve_paths)."""
     g = p.add_argument_group("training")
     g.add_argument("--filesystem_prefix", default=".",
                    help="root for relative data paths (aws-samples: /fsx on the cloud)")
@@ -154,9 +154,18 @@ def add_fine_tuning_flags(g, *, run_name: str, epochs: float, scored: str) -> No
                         "<output_dir>/cache; share one between runs to featurize once)")
 
 
-def resolve_run_dirs(args) -> None:
-    """A fine-tuner's directories: what was not given lives under --output_dir; and
-    --overwrite_output_dir discards the run there as --overwrite_checkpoint_dir does."""
+def resolve_paths(args) -> None:
+    """A fine-tuner's paths. Relative input files are under --filesystem_prefix, as
+    run_pretraining's --train_dir is (the SageMaker launcher sets it to the FSx channel, and a
+    user names data files relative to the file system). The directories not given live under
+    --output_dir; and --overwrite_output_dir discards the run there as --overwrite_checkpoint_dir
+    does."""
+    prefix = getattr(args, "filesystem_prefix", ".")
+    if prefix and prefix != ".":
+        for name in ("train_file", "eval_file", "predict_file"):
+            path = getattr(args, name, None)
+            if path and not os.path.isabs(path):
+                setattr(args, name, os.path.join(prefix, path))
     for name, sub in (("checkpoint_dir", "checkpoints"), ("log_dir", "logs"),
                       ("cache_dir", "cache")):
         if getattr(args, name, "unset") is None:

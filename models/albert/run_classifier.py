@@ -47,7 +47,7 @@ from albert.flags import (
     fine_tuned_path,
     model_from_flags,
     plan_ranks,
-    resolve_run_dirs,
+    resolve_paths,
     run_main,
     tokenizer_path,
     xla_plan_from_flags,
@@ -97,7 +97,7 @@ def parse_args(argv=None):
                        under_output_dir=True)
     p.set_defaults(warmup_steps=None, log_frequency=50)
     args = p.parse_args(argv)
-    resolve_run_dirs(args)
+    resolve_paths(args)
     if not (args.train_file or args.eval_file or args.predict_file):
         p.error("give --train_file, --eval_file, --predict_file, or several")
     return args
