@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter, check_fits, check_vocabulary, user_errors
+from albert.flags import FlagError, HelpFormatter, check_fits, check_vocabulary, run_main
 from albert.serving import check_output_file, write_jsonl
 
 logger = logging.getLogger("albert.answer")
@@ -308,17 +308,7 @@ def run(args, records: list[dict]) -> int:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
-    try:
-        records = prepare(args)
-    except FlagError as e:
-        # Answered before user_errors(), whose imports pull in TensorFlow: a typo costs no wait.
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
-    with user_errors():
-        return run(args, records)
+    return run_main(parse_args, run, argv, prepare=prepare)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter
+from albert.flags import FlagError, HelpFormatter, run_main
 
 logger = logging.getLogger("albert.classify")
 
@@ -401,19 +401,8 @@ def run(args, card, examples, rows, spm_model) -> int:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
-    try:
-        prepared = prepare(args)
-    except FlagError as e:
-        # Answered before user_errors(), whose imports pull in TensorFlow: a typo costs no wait.
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
-    from albert.flags import user_errors
-
-    with user_errors():
-        return run(args, *prepared)
+    return run_main(parse_args, lambda args, prepared: run(args, *prepared), argv,
+                    prepare=prepare)
 
 
 if __name__ == "__main__":

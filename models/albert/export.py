@@ -25,7 +25,7 @@ import shutil
 import sys
 
 from albert.convert import new_directory
-from albert.flags import FlagError, check_vocabulary
+from albert.flags import FlagError, check_vocabulary, run_main
 
 logger = logging.getLogger("albert.export")
 
@@ -353,19 +353,7 @@ def run(args, source: str | None = None) -> int:
 
 
 def main(argv=None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
-    try:
-        source = prepare(args)
-    except FlagError as e:
-        # Answered before user_errors(), whose imports pull in TensorFlow: a typo costs no wait.
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
-    from albert.flags import user_errors
-
-    with user_errors():
-        return run(args, source)
+    return run_main(parse_args, run, argv, prepare=prepare)
 
 
 if __name__ == "__main__":

@@ -421,14 +421,24 @@ def user_errors():
         sys.exit(2)
 
 
-def run_main(parse_args, run, argv=None) -> int:
-    """A runner's main(): logging set up as every runner logs, flags parsed, run(args) with the
-    user's errors turned into one line (user_errors)."""
+def run_main(parse_args, run, argv=None, prepare=None) -> int:
+    """A CLI's main(): logging set up as every tool logs, flags parsed, run(args) with the
+    user's errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
+    prepare's checks need no TensorFlow, and their FlagError is answered before user_errors'
+    imports pull it in, so a typo costs no wait."""
     import logging
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = parse_args(argv)
+    if prepare is None:
+        with user_errors():
+            return run(args)
+    try:
+        prepared = prepare(args)
+    except FlagError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
     with user_errors():
-        return run(args)
+        return run(args, prepared)
