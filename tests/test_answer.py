@@ -316,3 +316,18 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
     assert (args.max_seq_length, args.doc_stride, args.squad_version) == (128, 128, "squadv2")
     with pytest.raises(FlagError, match="is not the one --model .* was fine-tuned with"):
         apply_task_card(args, str(tmp_path / "b.model"))
+
+
+def test_run_squad_predicts_with_the_windows_it_was_fine_tuned_with(finetuned, tmp_path):
+    # Issue 23, finding 4 on run_squad's own prediction-only path: no window flags needed.
+    out, predictions, null_odds, _ = finetuned
+    dev = [p for p in (out / "data").iterdir() if p.name.startswith("dev")][0]
+    base = ["--predict_file", str(dev), "--load_from", "checkpoint", "--checkpoint_path",
+            str(out / "ckpt"), "--null_score_diff_threshold", "1e9", "--eval_batch_size", "16",
+            "--output_dir", str(tmp_path / "pred"), "--skip_xla", "--no_progress"]
+    run_module("albert.run_squad", base)
+    assert json.loads((tmp_path / "pred" / "predictions.json").read_text()) == predictions
+    bad = run_module("albert.run_squad", base + ["--max_seq_length", "128"], check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert (f"--max_seq_length 128 differs from the 96 that --checkpoint_path {out / 'ckpt'} "
+            "was fine-tuned with") in bad.stderr

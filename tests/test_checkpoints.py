@@ -322,3 +322,39 @@ def test_open_input_continues_at_the_saved_position_not_the_start(tmp_path):
                                  Distributed()).open_input(_counting_dataset, BatchPlan(1, 4, 1),
                                                            resumed_updates=5, step=5)
     assert [int(x) for x in next(replayed)] == [20, 21]
+
+
+def test_a_run_recorded_before_specs_continues_with_uncorrected_moments(batches, tmp_path):
+    # Issue 25: such a run trained with Google's form; switching mid-run would resize every
+    # later update, and a later --bias_correction off would then be refused.
+    first = make_trainer()
+    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
+    start_state(first, handler, load_from="scratch", checkpoint_path=None,
+                record={"started_from": start})  # an old record: no spec
+    first.train_step(batches[0])
+    handler.save(1)
+    again = make_trainer()
+    assert again.optimizer.bias_correction
+    start_state(again, CheckpointHandler(str(tmp_path), again.trackables(), Distributed()),
+                load_from="scratch", checkpoint_path=None,
+                record={"started_from": start, "spec": {"bias_correction": True}})
+    assert not again.optimizer.bias_correction
+    from albert.checkpoints import read_run_record
+
+    assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is False
+
+
+def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
+    from albert.checkpoints import read_run_record, write_run_record
+
+    write_run_record(str(tmp_path), {"best": {"metric": "f1", "value": 90.0, "step": 50}})
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "config.json").write_text("{}")
+    trainer = make_trainer()
+    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
+    assert start_state(trainer, CheckpointHandler(str(tmp_path), trainer.trackables(),
+                                                  Distributed()),
+                       load_from="scratch", checkpoint_path=None,
+                       record={"started_from": start}) == "new"
+    assert "best" not in read_run_record(str(tmp_path)) and not (tmp_path / "best").exists()

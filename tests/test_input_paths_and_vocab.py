@@ -299,3 +299,13 @@ def test_item11_train_tokenizer_output_dir_that_is_a_file(sample_corpus, tmp_pat
         f"error: --output_dir {target} exists and is not a directory; choose a directory (it "
         "is created when missing)"]
     assert target.read_text() == "keep me\n"
+
+
+def test_item6_token_id_check_leaves_a_damaged_shard_to_skip_corrupt_records(tmp_path):
+    # A shard damaged in its first records is --skip_corrupt_records' to read up to the damage
+    # (and the shape check's to report): the id check must not stop the run over it.
+    from albert.data.reader import check_token_ids
+
+    damaged = tmp_path / "part-00000.tfrecord"
+    damaged.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00garbage, not a record")
+    check_token_ids([str(damaged)], vocab_size=100)

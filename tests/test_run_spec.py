@@ -43,8 +43,8 @@ def argv(topic, vocab, output_dir, lr="5e-4", steps="5", *extra):
     return ["--train_file", str(topic / "train.tsv"), "--model_size", "tiny",
             "--config_override", "num_hidden_layers=1", "--spm_model", vocab,
             "--max_seq_length", "32", "--per_gpu_batch_size", "8", "--learning_rate", lr,
-            "--total_steps", steps, "--log_frequency", "5", "--output_dir", str(output_dir),
-            "--no_progress", "--xla", "off", *extra]
+            "--total_steps", steps, "--warmup_proportion", "0.5", "--log_frequency", "5",
+            "--output_dir", str(output_dir), "--no_progress", "--xla", "off", *extra]
 
 
 def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path):
@@ -65,7 +65,8 @@ def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_v
     refused(run_classifier(argv(topic, sample_vocab, a, "5e-3", "10"), check=False),
             f"--checkpoint_dir {a / 'checkpoints'} holds another run (step 5)",
             "learning_rate: recorded 0.0005, now 0.005", "--overwrite_output_dir")
-    # More steps alone resume, and say what that does to the schedule.
+    # More steps alone resume (the warmup, half the steps, grows with them: recorded as the
+    # proportion given), and say what that does to the schedule.
     longer = run_classifier(argv(topic, sample_vocab, a, "5e-4", "8"))
     assert "resuming from" in longer.stderr and "--total_steps 5 -> 8" in longer.stderr
     assert "train step 5 " not in longer.stdout
@@ -144,6 +145,19 @@ def test_keep_best_keeps_the_best_evaluation_and_says_which(topic, sample_vocab,
     assert rescored["loss"] == pytest.approx(best["loss"], rel=1e-4)
     # A metric no evaluation reports, or nothing to evaluate: refused before any work.
     refused(run_classifier(base + ["--keep_best", "bleu", "--overwrite_output_dir"],
-                           check=False), "--keep_best bleu is no metric an evaluation reports")
+                           check=False), "--keep_best bleu is no metric this evaluation reports")
     refused(run_classifier(argv(topic, sample_vocab, tmp_path / "x") + ["--keep_best", "f1"],
                            check=False), "--keep_best f1 needs --eval_file")
+
+
+def test_overwrite_output_dir_never_discards_a_checkpoint_dir_elsewhere(tmp_path):
+    from albert import run_squad
+    from albert.flags import FlagError
+
+    with pytest.raises(FlagError, match="lies elsewhere: add --overwrite_checkpoint_dir"):
+        run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
+                              "--checkpoint_dir", str(tmp_path / "shared"),
+                              "--overwrite_output_dir"])
+    inside = run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
+                                   "--overwrite_output_dir"])
+    assert inside.overwrite_checkpoint_dir

@@ -401,7 +401,11 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
             if "spec" in record:
                 from albert.run_spec import check_resume
 
-                check_resume(previous, record["spec"], directory, int(trainer.step))
+                record["spec"] = check_resume(previous, record["spec"], directory,
+                                              int(trainer.step))
+                if hasattr(trainer.optimizer, "bias_correction"):
+                    # Before the update is traced: the form the resumed run goes on with.
+                    trainer.optimizer.bias_correction = record["spec"]["bias_correction"]
             logger.info("resuming from %s", resumed)
             how = "resumed"
         elif load_from == "checkpoint":
@@ -414,6 +418,10 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
                         " (weights and optimizer moments)" if load_optimizer_state else "")
             how = "initialised"
         merged = {**(previous or {}), **record, "started_from": started_from}
+        if how != "resumed":
+            # A best evaluation of an attempt that left no checkpoint is not this run's.
+            merged.pop("best", None)
+            shutil.rmtree(os.path.join(directory, "best"), ignore_errors=True)
         if how == "resumed" and (previous or {}).get("finished") \
                 and int(trainer.step) >= (record.get("total_steps") or 0):
             merged["finished"] = True  # the same command again: still finished

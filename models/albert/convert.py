@@ -557,8 +557,10 @@ def new_directory(parent: str, prefix: str) -> str:
             continue
 
 
-def save_pretrained(model, path, spm_model: str | None = None) -> None:
-    """Write config.json + model.safetensors (+ spiece.model) so transformers can load the dir.
+def save_pretrained(model, path, spm_model: str | None = None,
+                    extra_json: dict | None = None) -> None:
+    """Write config.json + model.safetensors (+ spiece.model) so transformers can load the dir;
+    extra_json: {file name: object} written beside them (a fine-tune's task card).
 
     Written to a temporary sibling directory and renamed into place, so an interrupted save never
     leaves a half-written checkpoint under `path`.
@@ -593,6 +595,9 @@ def save_pretrained(model, path, spm_model: str | None = None) -> None:
             from albert.tokenization import write_tokenizer_files
 
             write_tokenizer_files(spm_model, tmp)
+        for name, obj in (extra_json or {}).items():
+            with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                json.dump(obj, f, indent=2)
         if os.path.isdir(path):
             # A name of our own: "<path>.old" may be somebody's directory.
             old = tmp + ".old"

@@ -34,7 +34,7 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
     from albert.loop import fit
     from albert.optimization import learning_rate_at, make_optimizer
-    from albert.run_spec import data_files, environment, run_spec, task_card, write_task_card
+    from albert.run_spec import TASK_FILE, data_files, environment, run_spec, task_card
     from albert.trainer import Trainer
 
     plan = batch_plan_from_flags(args, dist.size)
@@ -59,9 +59,8 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     if dist.is_chief:
         logger.info("%s", xla.describe())
     spec = run_spec(args, task=task, config=model.config, global_batch=plan.global_batch,
-                    total_steps=total_steps, warmup_steps=warmup,
-                    data=data_files([args.train_file]), vocab=spm_model, features=features,
-                    labels=labels)
+                    total_steps=total_steps, data=data_files([args.train_file]),
+                    vocab=spm_model, features=features, labels=labels)
     trainer = Trainer(model, loss_fn, optimizer, schedule, dist, metric_names=metric_names,
                       accum_steps=plan.accumulation, precision=args.precision, xla=xla.update,
                       xla_gradient=xla.gradient, eager=args.eager,
@@ -110,27 +109,34 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     step = int(trainer.step)
     if status == "done":
         if dist.is_chief:
-            final = os.path.join(args.checkpoint_dir, "final")
-            model.save_pretrained(final, spm_model=spm_model)
-            write_task_card(final, task_card(spec))  # the windows and labels it was tuned with
+            # With the task card inside: the windows and labels it was tuned with, never a
+            # final/ without them.
+            model.save_pretrained(os.path.join(args.checkpoint_dir, "final"), spm_model=spm_model,
+                                  extra_json={TASK_FILE: task_card(spec)})
         mark_finished(args.checkpoint_dir, step, dist)
     return status, step, xla
 
 
-# Metrics an evaluation reports, and which way is better.
-HIGHER_IS_BETTER = ("accuracy", "mcc", "f1", "pearson", "spearman", "exact", "HasAns_exact",
-                    "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_exact", "best_f1")
+# The metrics each fine-tuner's evaluation reports (some only for some data: f1 of a
+# classifier for two labels, exact_match for SQuAD v1.1, HasAns_/NoAns_/best_ for v2.0); for all
+# of them but loss, higher is better.
+REPORTED = {
+    "classifier": ("accuracy", "mcc", "f1", "loss", "pearson", "spearman"),
+    "squad": ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_exact",
+              "NoAns_f1", "best_exact", "best_f1"),
+}
 LOWER_IS_BETTER = ("loss",)
 
 
-def check_keep_best(args, evaluated_file: str | None, flag: str) -> None:
-    """--keep_best METRIC, checked before any training: a known metric and something to score."""
+def check_keep_best(args, evaluated_file: str | None, flag: str, runner: str) -> None:
+    """--keep_best METRIC, checked before any training: a metric this runner's evaluation
+    reports, and something to score."""
     metric = getattr(args, "keep_best", None)
     if not metric:
         return
-    if metric not in HIGHER_IS_BETTER + LOWER_IS_BETTER:
-        raise FlagError(f"--keep_best {metric} is no metric an evaluation reports; one of "
-                        f"{', '.join(HIGHER_IS_BETTER + LOWER_IS_BETTER)}")
+    if metric not in REPORTED[runner]:
+        raise FlagError(f"--keep_best {metric} is no metric this evaluation reports; one of "
+                        f"{', '.join(REPORTED[runner])}")
     if not evaluated_file:
         raise FlagError(f"--keep_best {metric} needs {flag} to evaluate")
 
@@ -140,7 +146,7 @@ def keep_best(args, model, scores: dict | None, step: int, spm_model: str, dist)
     run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
     its task card). Returns whether it did (rank 0)."""
     from albert.checkpoints import read_run_record, write_run_record
-    from albert.run_spec import read_task_card, write_task_card
+    from albert.run_spec import TASK_FILE, read_task_card
 
     metric = getattr(args, "keep_best", None)
     if not metric or not dist.is_chief or not scores:
@@ -150,17 +156,18 @@ def keep_best(args, model, scores: dict | None, step: int, spm_model: str, dist)
                        ", ".join(sorted(scores)))
         return False
     value = float(scores[metric])
+    if not math.isfinite(value):
+        return False  # a NaN correlation (one class predicted) is no model to keep
     record = read_run_record(args.checkpoint_dir) or {}
     best = record.get("best")
-    if best and best.get("metric") == metric:
+    if best and best.get("metric") == metric and math.isfinite(best.get("value", math.nan)):
         better = value < best["value"] if metric in LOWER_IS_BETTER else value > best["value"]
         if not better:
             return False
     target = os.path.join(args.checkpoint_dir, "best")
-    model.save_pretrained(target, spm_model=spm_model)
     card = read_task_card(args.checkpoint_dir)
-    if card:
-        write_task_card(target, card)
+    model.save_pretrained(target, spm_model=spm_model,
+                          extra_json={TASK_FILE: card} if card else None)
     record["best"] = {"metric": metric, "value": value, "step": step}
     write_run_record(args.checkpoint_dir, record)
     logger.info("best %s so far: %.4f at step %d, kept in %s", metric, value, step, target)

@@ -171,6 +171,12 @@ def resolve_paths(args) -> None:
         if getattr(args, name, "unset") is None:
             setattr(args, name, os.path.join(args.output_dir, sub))
     if getattr(args, "overwrite_output_dir", False):
+        inside = os.path.realpath(args.checkpoint_dir).startswith(
+            os.path.realpath(args.output_dir) + os.sep)
+        if not inside and not args.overwrite_checkpoint_dir:
+            raise FlagError(f"--overwrite_output_dir discards the run under --output_dir "
+                            f"{args.output_dir}; --checkpoint_dir {args.checkpoint_dir} lies "
+                            "elsewhere: add --overwrite_checkpoint_dir to discard that one")
         args.overwrite_checkpoint_dir = True
 
 
@@ -288,6 +294,21 @@ def fine_tuned_path(args) -> str:
         raise FlagError(f"--load_from checkpoint without --checkpoint_path uses the latest "
                         f"checkpoint in --checkpoint_dir {path}, which does not exist")
     return path
+
+
+def settle_features(args, defaults: dict) -> None:
+    """Feature flags left out (None): a training run takes `defaults`; an evaluation-only run
+    the settings its model was fine-tuned with (the task card of --checkpoint_path), and a flag
+    that differs from them is refused (other windows than training's give other answers)."""
+    from albert.run_spec import read_task_card, settle
+
+    card, where = None, "the model"
+    if not args.train_file and args.load_from != "scratch":
+        path = fine_tuned_path(args)
+        card, where = read_task_card(path), f"--checkpoint_path {path}"
+    for name, value in settle({n: getattr(args, n) for n in defaults}, card, defaults,
+                              where).items():
+        setattr(args, name, value)
 
 
 def tokenizer_path(args) -> str:
@@ -431,7 +452,11 @@ def run_main(parse_args, run, argv=None, prepare=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = parse_args(argv)
+    try:
+        args = parse_args(argv)  # resolving paths there may refuse a combination of flags
+    except FlagError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
     if prepare is None:
         with user_errors():
             return run(args)

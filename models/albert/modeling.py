@@ -500,10 +500,11 @@ class _AlbertPretrainedMixin:
 
         return load_pretrained(cls, path, config=config)
 
-    def save_pretrained(self, path, spm_model: str | None = None) -> None:
+    def save_pretrained(self, path, spm_model: str | None = None,
+                        extra_json: dict | None = None) -> None:
         from albert.convert import save_pretrained
 
-        save_pretrained(self, path, spm_model=spm_model)
+        save_pretrained(self, path, spm_model=spm_model, extra_json=extra_json)
 
     def build_for_config(self):
         """Create all variables by running a 1x2 dummy batch."""

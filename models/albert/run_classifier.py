@@ -49,6 +49,7 @@ from albert.flags import (
     plan_ranks,
     resolve_paths,
     run_main,
+    settle_features,
     tokenizer_path,
     xla_plan_from_flags,
 )
@@ -57,6 +58,7 @@ from albert.memory import plan_only_lines, prepare_memory
 logger = logging.getLogger("albert.run_classifier")
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+FEATURES = {"max_seq_length": 128}
 
 
 def parse_args(argv=None):
@@ -81,7 +83,9 @@ def parse_args(argv=None):
     g.add_argument("--labels", default=None,
                    help="comma-separated label set, in id order (default: the --glue_task's, "
                         "else the training file's labels sorted, else the fine-tuned model's)")
-    g.add_argument("--max_seq_length", type=int, default=128)
+    g.add_argument("--max_seq_length", type=int, default=None,
+                   help=f"default {FEATURES['max_seq_length']}; evaluating a fine-tuned model, "
+                        "the one it was fine-tuned with (another value is refused)")
     g.add_argument("--padding", choices=("batch", "max"), default="batch",
                    help="batch: pad each batch to its longest sequence (rounded up to "
                         "--pad_to_multiple_of); max: always to --max_seq_length")
@@ -195,6 +199,7 @@ class ClassifierFactory:
 def run(args) -> int:
     """Train (with --train_file), then evaluate (--eval_file) and predict (--predict_file)."""
     check_training_flags(args)
+    settle_features(args, FEATURES)
     if args.pad_to_multiple_of < 1:
         raise FlagError(f"--pad_to_multiple_of must be at least 1, got {args.pad_to_multiple_of}")
     import keras
@@ -224,7 +229,7 @@ def run(args) -> int:
                         "directory>); --load_from scratch would score random weights")
     if not args.train_file:
         fine_tuned_path(args)  # before reading any file: a missing model is the first error
-    check_keep_best(args, args.eval_file, "--eval_file")
+    check_keep_best(args, args.eval_file, "--eval_file", "classifier")
     spec = task_spec(args)
     # Every rank reads and checks the files, so a bad row stops them all alike (before any
     # collective operation, where the others would wait for a rank that has stopped).

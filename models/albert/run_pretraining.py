@@ -187,7 +187,7 @@ def run(args) -> int:
                               "spec": run_spec(
                                   args, task="pretraining", config=config,
                                   global_batch=plan.global_batch, total_steps=args.total_steps,
-                                  warmup_steps=args.warmup_steps, data=data_files(train_files),
+                                  data=data_files(train_files),
                                   vocab=args.spm_model,
                                   features={"max_seq_length": args.max_seq_length,
                                             "max_predictions_per_seq":

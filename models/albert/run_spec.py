@@ -51,9 +51,12 @@ def started_from(args) -> dict:
             "load_optimizer_state": bool(args.load_optimizer_state)}
 
 
-def run_spec(args, *, task: str, config, global_batch: int, total_steps: int, warmup_steps: int,
+def run_spec(args, *, task: str, config, global_batch: int, total_steps: int,
              data: list[str], vocab: str | None, features: dict, labels=None) -> dict:
-    """The run's identity as a flat, JSON-ready dict (see the module docstring)."""
+    """The run's identity as a flat, JSON-ready dict (see the module docstring). Warmup is
+    recorded as given (--warmup_steps, or --warmup_proportion of the total), so raising
+    --total_steps does not read as another warmup."""
+    warmup_steps = getattr(args, "warmup_steps", None)
     return {
         "task": task,
         "started_from": started_from(args),
@@ -70,6 +73,8 @@ def run_spec(args, *, task: str, config, global_batch: int, total_steps: int, wa
         "lr_decay": args.lr_decay,
         "decay_power": args.decay_power,
         "warmup_steps": warmup_steps,
+        "warmup_proportion": getattr(args, "warmup_proportion", None)
+        if warmup_steps is None else None,
         "weight_decay": args.weight_decay,
         "max_grad_norm": args.max_grad_norm,
         "global_batch": global_batch,
@@ -118,9 +123,10 @@ def differences(before: dict, now: dict) -> list[str]:
     return out
 
 
-def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -> None:
+def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -> dict:
     """Refuse to resume the run recorded in `directory` under another spec; log a changed
-    --total_steps. `previous` is the recorded run record (None: none)."""
+    --total_steps. `previous` is the recorded run record (None: none). Returns the spec the
+    resumed run goes on with (a run recorded before specs keeps its optimizer's form)."""
     from albert.checkpoints import CheckpointError
 
     recorded = (previous or {}).get("spec")
@@ -128,10 +134,13 @@ def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -
         logger.warning("%s holds a run recorded before run specs: its settings cannot be "
                        "compared with this command's", directory)
         if spec.get("bias_correction"):
-            # Such runs trained with Google's uncorrected moments.
-            logger.warning("it continues with --bias_correction on; add --bias_correction off "
-                           "to continue it as it began")
-        return
+            # Such runs trained with Google's uncorrected moments; switching mid-run would make
+            # every later update another size. A new run directory starts corrected.
+            logger.warning("it began with uncorrected Adam moments (before --bias_correction "
+                           "existed) and continues so; use a new --checkpoint_dir for a "
+                           "bias-corrected run")
+            return {**spec, "bias_correction": False}
+        return spec
     diffs = differences(recorded, spec)
     if diffs:
         raise CheckpointError(
@@ -144,6 +153,23 @@ def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -
         logger.warning("--total_steps %s -> %s: the learning rate now decays to "
                        "--end_learning_rate over %s updates instead of %s (the run is at "
                        "update %d)", old, new, new, old, step)
+    return spec
+
+
+def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
+    """{name: value} for each feature setting in `defaults`: the flag when given (ValueError when
+    the card holds another value: other windows than training's give other answers), else the
+    card's, else the default (a model without a card). `model` names it in the message, e.g.
+    "--model serving/1"."""
+    features = (card or {}).get("features") or {}
+    out = {}
+    for name, default in defaults.items():
+        given, trained = flags.get(name), features.get(name)
+        if given is not None and trained is not None and given != trained:
+            raise ValueError(f"--{name} {given} differs from the {trained} that {model} was "
+                             f"fine-tuned with: drop --{name}")
+        out[name] = given if given is not None else trained if trained is not None else default
+    return out
 
 
 # -- what an exported model carries -------------------------------------------------------------

@@ -40,6 +40,7 @@ from albert.flags import (
     plan_ranks,
     resolve_paths,
     run_main,
+    settle_features,
     tokenizer_path,
     xla_plan_from_flags,
 )
@@ -48,6 +49,7 @@ from albert.memory import plan_only_lines, prepare_memory
 logger = logging.getLogger("albert.run_squad")
 
 _VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
+WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 
 
 def parse_args(argv=None):
@@ -58,9 +60,10 @@ def parse_args(argv=None):
     g.add_argument("--predict_file", default=None, help="SQuAD JSON to predict and score")
     g.add_argument("--squad_version", choices=("squadv1", "squadv2"), default=None,
                    help="default: read from the files' version field")
-    g.add_argument("--max_seq_length", type=int, default=384)
-    g.add_argument("--doc_stride", type=int, default=128)
-    g.add_argument("--max_query_length", type=int, default=64)
+    for name, default in WINDOWS.items():
+        g.add_argument(f"--{name}", type=int, default=None,
+                       help=f"default {default}; predicting with a fine-tuned model, the one it "
+                            "was fine-tuned with (another value is refused)")
     g.add_argument("--n_best_size", type=int, default=20)
     g.add_argument("--max_answer_length", type=int, default=30)
     g.add_argument("--null_score_diff_threshold", type=float, default=0.0)
@@ -115,6 +118,7 @@ def run(args) -> int:
     """Train (with --train_file), then predict and score (with --predict_file): three steps that
     each return to here."""
     check_training_flags(args)
+    settle_features(args, WINDOWS)
     import keras
 
     from albert import distributed
@@ -142,7 +146,7 @@ def run(args) -> int:
                         "--load_from scratch would score random weights")
     if not args.train_file:
         fine_tuned_path(args)  # before reading any file: a missing model is the first error
-    check_keep_best(args, args.predict_file, "--predict_file")
+    check_keep_best(args, args.predict_file, "--predict_file", "squad")
     dist = distributed.init()
     set_precision(args.precision)
     keras.utils.set_random_seed(args.seed)

@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 
+from albert import run_spec
 from albert.flags import FlagError
 from albert.run_spec import file_sha256, read_task_card
 
@@ -27,18 +28,11 @@ def read_card(path: str) -> dict | None:
 
 
 def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
-    """{name: value} for each feature setting in `defaults`: the flag when given (an error when
-    the card holds another value: other windows than training's give other answers), else the
-    card's, else the default (a model without a card)."""
-    features = (card or {}).get("features") or {}
-    out = {}
-    for name, default in defaults.items():
-        given, trained = flags.get(name), features.get(name)
-        if given is not None and trained is not None and given != trained:
-            raise FlagError(f"--{name} {given} differs from the {trained} that --model {model} "
-                            f"was fine-tuned with: drop --{name}")
-        out[name] = given if given is not None else trained if trained is not None else default
-    return out
+    """albert.run_spec.settle, its refusal as a flag error."""
+    try:
+        return run_spec.settle(flags, card, defaults, f"--model {model}")
+    except ValueError as e:
+        raise FlagError(str(e)) from None
 
 
 def check_vocabulary_content(card: dict | None, spm_model: str, model: str) -> None:

@@ -383,7 +383,11 @@ def check_token_ids(files: list[str], vocab_size: int, spm_model: str | None = N
                 recorded.get("spm_model"), size, vocabulary, vocab_size)
     bad = []
     for path in files:
-        for i, record in enumerate(leading_records(path, _RECORDS_CHECKED_FOR_IDS)):
+        try:
+            leading = leading_records(path, _RECORDS_CHECKED_FOR_IDS)
+        except DataError:
+            continue  # damage is the shape check's and --skip_corrupt_records' to report
+        for i, record in enumerate(leading):
             problem = token_id_problem(record, vocab_size)
             if problem:
                 bad.append(f"{path} (record {i}: {problem})")
