@@ -117,6 +117,29 @@ def fine_tune(args, model, *, loss_fn, metric_names, metrics_fn, examples: int, 
     return status, step, xla
 
 
+_INFERENCE: dict = {}
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def inference_fn(model, xla: bool, outputs: tuple):
+    """inputs -> model(inputs, training=False)[each of outputs], traced once per model and XLA
+    setting and kept: --eval_frequency evaluates many times, and each new tf.function would trace
+    (and under XLA compile) again."""
+    import tensorflow as tf
+
+    key = (id(model), xla, outputs)
+    if key not in _INFERENCE:
+        signature = {k: tf.TensorSpec([None, None], tf.int32) for k in MODEL_INPUTS}
+
+        @tf.function(jit_compile=xla, input_signature=[signature])
+        def run(inputs):
+            out = model(inputs, training=False)
+            return tuple(out[name] for name in outputs)
+
+        _INFERENCE[key] = run
+    return _INFERENCE[key]
+
+
 # The metrics each fine-tuner's evaluation reports (some only for some data: f1 of a
 # classifier for two labels, exact_match for SQuAD v1.1, HasAns_/NoAns_/best_ for v2.0); for all
 # of them but loss, higher is better.

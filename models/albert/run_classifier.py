@@ -34,7 +34,7 @@ import os
 import sys
 
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
-from albert.finetune import check_keep_best, keep_best
+from albert.finetune import MODEL_INPUTS, check_keep_best, keep_best
 from albert.flags import (
     FlagError,
     HelpFormatter,
@@ -57,7 +57,6 @@ from albert.memory import plan_only_lines, prepare_memory
 
 logger = logging.getLogger("albert.run_classifier")
 
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 FEATURES = {"max_seq_length": 128}
 
 
@@ -459,16 +458,15 @@ def predict(model, prefix, args, dist, xla: bool, regression: bool):
     batches = (records.shard(dist.size, dist.rank).batch(args.eval_batch_size).map(parse)
                .prefetch(tf.data.AUTOTUNE))
 
-    # One trace for every batch shape (XLA still compiles each shape it meets once).
-    @tf.function(jit_compile=xla,
-                 input_signature=[{k: tf.TensorSpec([None, None], tf.int32)
-                                   for k in MODEL_INPUTS}])
-    def logits_of(inputs):
-        return model(inputs, training=False)["logits"]
+    from albert.finetune import inference_fn
+
+    # One trace for every batch shape (XLA still compiles each shape it meets once), kept for
+    # the next evaluation.
+    logits_of = inference_fn(model, xla, ("logits",))
 
     index, logits, labels = [], [], []
     for batch in batches:
-        logits.append(logits_of({k: batch[k] for k in MODEL_INPUTS}).numpy())
+        logits.append(logits_of({k: batch[k] for k in MODEL_INPUTS})[0].numpy())
         index.append(batch["index"].numpy())
         labels.append(batch["labels"].numpy())
     local = (np.concatenate(index) if index else np.zeros([0], np.int32),

@@ -251,15 +251,12 @@ def predict(model, prefix, args, dist, xla: bool) -> dict:
     data = (records.shard(dist.size, dist.rank).batch(args.eval_batch_size)
             .map(parse).prefetch(tf.data.AUTOTUNE))
 
-    @tf.function(jit_compile=xla, reduce_retracing=True)
-    def logits(batch):
-        out = model({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")},
-                    training=False)
-        return out["start_logits"], out["end_logits"]
+    from albert.finetune import MODEL_INPUTS, inference_fn
 
+    logits = inference_fn(model, xla, ("start_logits", "end_logits"))
     local = {}
     for batch in data:
-        start, end = logits(batch)
+        start, end = logits({k: batch[k] for k in MODEL_INPUTS})
         n = int(tf.reduce_sum(batch["attention_mask"], axis=1).numpy().max())
         for i, fi in enumerate(batch["feature_index"].numpy()):
             # Keep only the non-padded prefix: smaller to gather, and padding is never an answer.
