@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter, run_main
+from albert.flags import FlagError, HelpFormatter, column_flag, run_main
 
 logger = logging.getLogger("albert.classify")
 
@@ -107,20 +107,6 @@ def check_args(args) -> None:
         raise FlagError(f"--batch_size must be >= 1, got {args.batch_size}")
 
 
-def _column(value, header: bool, flag: str):
-    """A column flag's value: a name, or with --no_header a 0-based position."""
-    if value is None or header or isinstance(value, int):
-        return value
-    try:
-        position = int(value)
-    except ValueError:
-        raise FlagError(f"{flag} must be a column position (0, 1, ...) with --no_header, got "
-                        f"{value!r}") from None
-    if position < 0:
-        raise FlagError(f"{flag} must be a column position (0, 1, ...), got {position}")
-    return position
-
-
 def _first_object(path: str) -> dict:
     with open(path, encoding="utf-8-sig") as f:
         for line in f:
@@ -154,7 +140,7 @@ def input_columns(args, card: dict | None):
         raise FlagError(f"--input {args.input} is read with --no_header: give --text_a (and "
                         "--text_b for a pair) as 0-based column positions")
     text_b = args.text_b if args.text_b is not None else default[1]
-    return Columns(_column(text_a, header, "--text_a"), _column(text_b, header, "--text_b"),
+    return Columns(column_flag(text_a, header, "--text_a"), column_flag(text_b, header, "--text_b"),
                    None, header)
 
 

@@ -154,6 +154,21 @@ def add_fine_tuning_flags(g, *, run_name: str, epochs: float, scored: str) -> No
                         "<output_dir>/cache; share one between runs to featurize once)")
 
 
+def column_flag(value, header: bool, flag: str):
+    """A column flag's value (--text_a, --text_b, --label): a name, or with --no_header a
+    0-based position."""
+    if value is None or header or isinstance(value, int):
+        return value
+    try:
+        position = int(value)
+    except ValueError:
+        raise FlagError(f"{flag} must be a column position (0, 1, ...) with --no_header, got "
+                        f"{value!r}") from None
+    if position < 0:
+        raise FlagError(f"{flag} must be a column position (0, 1, ...), got {position}")
+    return position
+
+
 def resolve_paths(args) -> None:
     """A fine-tuner's paths. Relative input files are under --filesystem_prefix, as
     run_pretraining's --train_dir is (the SageMaker launcher sets it to the FSx channel, and a

@@ -44,6 +44,7 @@ from albert.flags import (
     check_fits,
     check_training_flags,
     check_vocabulary,
+    column_flag,
     fine_tuned_path,
     model_from_flags,
     plan_ranks,
@@ -120,20 +121,6 @@ class Spec:
         self.task, self.labels, self.metric = task, labels, metric
 
 
-def _column(value, header: bool, flag: str):
-    """A column flag's value: a name, or with --no_header a 0-based position."""
-    if value is None or header or isinstance(value, int):
-        return value
-    try:
-        position = int(value)
-    except ValueError:
-        raise FlagError(f"{flag} must be a column position (0, 1, ...) with --no_header, got "
-                        f"{value!r}") from None
-    if position < 0:
-        raise FlagError(f"{flag} must be a column position (0, 1, ...), got {position}")
-    return position
-
-
 def task_spec(args) -> Spec:
     """--glue_task, then the column, --task and --labels flags over it."""
     preset = GLUE_TASKS.get(args.glue_task)
@@ -144,9 +131,9 @@ def task_spec(args) -> Spec:
     header = base.header and not args.no_header
     own_columns = any(v is not None for v in (args.text_a, args.text_b, args.label))
     columns = Columns(
-        _column(args.text_a if args.text_a is not None else base.text_a, header, "--text_a"),
-        _column(args.text_b if args.text_b is not None else base.text_b, header, "--text_b"),
-        _column(args.label if args.label is not None else base.label, header, "--label"),
+        column_flag(args.text_a if args.text_a is not None else base.text_a, header, "--text_a"),
+        column_flag(args.text_b if args.text_b is not None else base.text_b, header, "--text_b"),
+        column_flag(args.label if args.label is not None else base.label, header, "--label"),
         header)
     predict_columns = columns
     if preset and preset.predict_columns and not own_columns and not args.no_header:

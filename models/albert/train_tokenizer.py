@@ -21,10 +21,8 @@ input_sentence_size) is all that is kept, so memory is bounded by the sample, no
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import json
 import logging
-import multiprocessing
 import os
 import random
 import shutil
@@ -38,9 +36,9 @@ from albert.data.corpus import (
     ReadStats,
     check_input,
     chunked,
-    die_with_parent,
     expand_inputs,
     finish_document,
+    map_chunks,
     read_documents,
 )
 from albert.tokenization import (
@@ -101,27 +99,7 @@ def iter_sentences(files: list[str], fmt: str, text_field: str, processes: int,
     chunks = (raw for path in files
               for _, _, raw in chunked(read_documents(path, fmt, text_field, stats),
                                        _DOCS_PER_TASK))
-    if processes == 1:
-        for raw in chunks:
-            sentences, chunk_stats = _normalized_sentences(raw)
-            stats.add(chunk_stats)
-            yield from sentences
-        return
-    ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(processes, mp_context=ctx, initializer=die_with_parent,
-                                initargs=(os.getpid(),)) as pool:
-        pending: list[cf.Future] = []
-        for raw in chunks:
-            pending.append(pool.submit(_normalized_sentences, raw))
-            # At most 2 x processes chunks in flight: memory does not grow with the corpus.
-            while len(pending) >= 2 * processes:
-                sentences, chunk_stats = pending.pop(0).result()
-                stats.add(chunk_stats)
-                yield from sentences
-        for future in pending:
-            sentences, chunk_stats = future.result()
-            stats.add(chunk_stats)
-            yield from sentences
+    yield from map_chunks(_normalized_sentences, chunks, processes, stats)
 
 
 def reservoir_sample(items: Iterator[str], size: int, seed: int) -> tuple[list[str], int]:

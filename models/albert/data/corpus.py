@@ -644,16 +644,14 @@ def _finish_chunk(raw_docs: list) -> tuple[list[list[str]], ReadStats]:
     return docs, stats
 
 
-def _finished_documents(files: list[str], fmt: str, text_field: str, processes: int,
-                        stats: ReadStats) -> Iterator[list[str]]:
-    """iter_documents, with the wikitext parsing spread over `processes` worker processes."""
-    chunks = (raw for path in files
-              for _, _, raw in chunked(read_documents(path, fmt, text_field, stats), 64))
+def map_chunks(fn, chunks: Iterable, processes: int, stats: ReadStats) -> Iterator:
+    """fn(chunk) -> (items, ReadStats) over `chunks` in `processes` worker processes (here when
+    1), yielding every item in corpus order and adding each chunk's stats to `stats`."""
     if processes == 1:
         for raw in chunks:
-            docs, chunk_stats = _finish_chunk(raw)
+            items, chunk_stats = fn(raw)
             stats.add(chunk_stats)
-            yield from docs
+            yield from items
         return
     import concurrent.futures as cf
     import multiprocessing
@@ -663,17 +661,25 @@ def _finished_documents(files: list[str], fmt: str, text_field: str, processes: 
                                 initargs=(os.getpid(),)) as pool:
         pending: list[cf.Future] = []
         for raw in chunks:
-            pending.append(pool.submit(_finish_chunk, raw))
+            pending.append(pool.submit(fn, raw))
             # A bounded number of chunks in flight, collected in order: the output keeps the
             # corpus order, and memory does not grow with the corpus.
             while len(pending) >= 2 * processes:
-                docs, chunk_stats = pending.pop(0).result()
+                items, chunk_stats = pending.pop(0).result()
                 stats.add(chunk_stats)
-                yield from docs
+                yield from items
         for future in pending:
-            docs, chunk_stats = future.result()
+            items, chunk_stats = future.result()
             stats.add(chunk_stats)
-            yield from docs
+            yield from items
+
+
+def _finished_documents(files: list[str], fmt: str, text_field: str, processes: int,
+                        stats: ReadStats) -> Iterator[list[str]]:
+    """iter_documents, with the wikitext parsing spread over `processes` worker processes."""
+    chunks = (raw for path in files
+              for _, _, raw in chunked(read_documents(path, fmt, text_field, stats), 64))
+    yield from map_chunks(_finish_chunk, chunks, processes, stats)
 
 
 def parse_args(argv=None):
