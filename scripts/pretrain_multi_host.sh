@@ -13,21 +13,14 @@
 # not change directory.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"  # abspath, quote
 HOSTS=${HOSTS:?set HOSTS to host1:gpus,host2:gpus}
 NP=$(echo "$HOSTS" | tr ',' '\n' | awk -F: '{n += $2} END {print n}')
 DATA=$(abspath "${DATA:?set DATA}")
 VOCAB=$(abspath "${VOCAB:?set VOCAB}")
 RUN=$(abspath "${RUN:-/fsx/runs/albert-base}")
 PY=$ROOT/.venv/bin/python
-# Shell-quoted as Python's shlex.quote does: bare where safe, else in single quotes.
-quote() {
-    local out=() a q="'\"'\"'"
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/$q}'"); fi
-    done
-    echo "${out[*]}"
-}
 flags=(
     --filesystem_prefix "$DATA" --train_dir train --val_dir validation
     --model_size base --spm_model "$VOCAB" --max_seq_length 512 --max_predictions_per_seq 20

@@ -9,20 +9,13 @@
 # change directory (RUN defaults to runs/albert-base in the checkout).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"  # abspath, quote
 GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
 DATA=$(abspath "${DATA:?set DATA to the directory holding train/ and validation/}")
 VOCAB=$(abspath "${VOCAB:?set VOCAB to spiece.model}")
 RUN=$(abspath "${RUN:-$ROOT/runs/albert-base}")
 PY=$ROOT/.venv/bin/python
-# Shell-quoted as Python's shlex.quote does: bare where safe, else in single quotes.
-quote() {
-    local out=() a q="'\"'\"'"
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/$q}'"); fi
-    done
-    echo "${out[*]}"
-}
 flags=(
     --filesystem_prefix "$DATA" --train_dir train --val_dir validation
     --model_size base --spm_model "$VOCAB" --max_seq_length 512 --max_predictions_per_seq 20

@@ -18,7 +18,8 @@
 # never split on spaces: give several inputs as a directory, a glob or a comma list.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-abspath() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s/%s\n' "$PWD" "$1" ;; esac; }
+# shellcheck source=scripts/lib.sh
+source "$ROOT/scripts/lib.sh"  # abspath, quote
 CORPUS=${CORPUS:?set CORPUS to the text files, directory or glob}
 VOCAB=$(abspath "${VOCAB:?set VOCAB to spiece.model}")
 OUT=$(abspath "${OUT:-$ROOT/runs/two-phase}")
@@ -29,14 +30,6 @@ fi
 PY=$ROOT/.venv/bin/python
 launch=("$PY")
 [ "$GPUS" -gt 1 ] && launch=("$ROOT/.venv/bin/horovodrun" -np "$GPUS" -H "localhost:$GPUS" "$PY")
-# Shell-quoted as Python's shlex.quote does: bare where safe, else in single quotes.
-quote() {
-    local out=() a q="'\"'\"'"
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$a"); else out+=("'${a//\'/$q}'"); fi
-    done
-    echo "${out[*]}"
-}
 shown() { echo "would run: $(quote "$@")"; }  # pasted into a shell, the same arguments
 
 generate() {  # seq preds out
