@@ -27,14 +27,42 @@ def run_benchmark(tmp_path, *extra):
     return json.loads(out.read_text())
 
 
+def tiny_training_flops(seq, preds):
+    """scripts/benchmark.py's documented FLOPs per sequence for --model_size tiny --vocab_size
+    2000, as the list of matmuls ALBERT runs: 2*m*k*n each, training = forward + a backward of
+    two forwards."""
+    from albert.config import AlbertConfig
+
+    c = AlbertConfig.from_preset("tiny", vocab_size=2000)
+    assert (c.embedding_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers) == (
+        64, 128, 512, 4)
+    e, h, i, v = c.embedding_size, c.hidden_size, c.intermediate_size, c.vocab_size
+    d, heads = c.head_size, c.num_attention_heads
+    layer = [(seq, h, h)] * 4                       # query, key, value, attention output
+    layer += [(seq, d, seq)] * heads                # scores, per head: [S, d] x [d, S]
+    layer += [(seq, seq, d)] * heads                # context, per head: [S, S] x [S, d]
+    layer += [(seq, h, i), (seq, i, h)]             # FFN in, FFN out
+    matmuls = [(seq, e, h)]                         # embedding projection E -> H
+    matmuls += layer * c.num_hidden_layers          # shared weights, applied once per layer
+    matmuls += [(preds, h, e), (preds, e, v)]       # MLM transform and decoder, masked only
+    matmuls += [(1, h, h), (1, h, 2)]               # pooler, SOP classifier
+    return 3 * sum(2 * m * k * n for m, k, n in matmuls)
+
+
 def test_benchmark_json(sample_records, tmp_path):
     result = run_benchmark(tmp_path, "--precision", "bf16", "--compare_hf", "--xla", "off",
                            "--input_pipeline", str(sample_records / "train" / "*"))
     assert KEYS <= set(result)
     assert result["seq_per_sec"] > 0 and 0 < result["mfu"] < 1.5
-    # 4 sequences of 64 tokens: the analytic FLOPs match the documented formula.
-    assert result["tokens_per_sec"] == result["seq_per_sec"] * 64
-    assert result["flops_per_seq"] > 0
+    # One update is 4 sequences of 64 tokens: the rates are per that batch and the median step.
+    step = result["step_time_s"]
+    assert result["step_time_min_s"] <= step <= result["step_time_max_s"]
+    assert result["seq_per_sec"] * step == pytest.approx(4)
+    assert result["tokens_per_sec"] * step == pytest.approx(4 * 64)
+    # The FLOPs per sequence are the documented formula's, counted here matmul by matmul.
+    assert result["flops_per_seq"] == pytest.approx(tiny_training_flops(seq=64, preds=10))
+    assert result["achieved_flops"] * step == pytest.approx(4 * result["flops_per_seq"])
+    assert result["mfu"] == pytest.approx(result["achieved_flops"] / result["peak_flops"])
     assert result["xla"] == {"gradient": False, "update": False, "reason": "--xla off"}
     assert list((tmp_path / "profile").rglob("*.xplane.pb"))
 

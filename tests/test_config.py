@@ -1,7 +1,10 @@
 import json
+import os
+import re
 
 import pytest
 import transformers
+from conftest import REPO_ROOT
 
 from albert import PRESETS, AlbertConfig, AlbertModel
 
@@ -73,7 +76,6 @@ def test_presets_match_hf_parameter_counts():
         hf_config = transformers.AlbertConfig(**AlbertConfig.from_preset(name).to_dict())
         hf = transformers.AlbertModel(hf_config)
         assert ours == sum(p.numel() for p in hf.parameters()), name
-    assert set(PRESETS) == {"tiny", "base", "large", "xlarge", "xxlarge"}
 
 
 # google-research/albert's released albert_base_v2 albert_config.json, field for field.
@@ -96,6 +98,54 @@ def test_google_config_maps_to_ours(tmp_path):
     # transformers reads the same numbers from the HF form of it.
     hf = transformers.AlbertConfig(**cfg.to_dict())
     assert (hf.hidden_act, hf.embedding_size, hf.layer_norm_eps) == ("gelu_new", 128, 1e-12)
+
+
+# google-research/albert's albert_{base,large,xlarge,xxlarge}_v2 albert_config.json: layers,
+# hidden, heads, FFN, embedding. The rest of each is albert_base_v2's (GOOGLE_BASE_V2): one group
+# of one layer, zero dropout, the tanh-approximate gelu, 512 positions, 2 token types, 30000 pieces.
+PUBLISHED_V2 = {
+    "base": (12, 768, 12, 3072, 128),
+    "large": (24, 1024, 16, 4096, 128),
+    "xlarge": (24, 2048, 16, 8192, 128),
+    "xxlarge": (12, 4096, 64, 16384, 128),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED_V2))
+def test_preset_is_the_published_v2_config(name):
+    cfg = AlbertConfig.from_preset(name)
+    sizes = (cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads,
+             cfg.intermediate_size, cfg.embedding_size)
+    assert sizes == PUBLISHED_V2[name]
+    layers, hidden, heads, ffn, embedding = PUBLISHED_V2[name]
+    google = {**GOOGLE_BASE_V2, "num_hidden_layers": layers, "hidden_size": hidden,
+              "num_attention_heads": heads, "intermediate_size": ffn,
+              "embedding_size": embedding}
+    assert cfg == AlbertConfig.from_google_dict(google)
+
+
+def test_preset_names_are_the_ones_promised():
+    # from_preset's docstring and its error name the presets: the published four and tiny.
+    promised = AlbertConfig.from_preset.__doc__.split("(", 1)[1].split(")", 1)[0]
+    assert sorted(PRESETS) == sorted(name.strip(" '") for name in promised.split(","))
+    assert set(PRESETS) - set(PUBLISHED_V2) == {"tiny"}
+    with pytest.raises(ValueError, match=re.escape(f"expected one of {sorted(PRESETS)}")):
+        AlbertConfig.from_preset("huge")
+
+
+def test_presets_are_the_readme_table():
+    # README's "Presets" table: preset | E | H | layers | heads | FFN | parameters.
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    lines = text.split("\nPresets (", 1)[1].split("\n\n")[1].splitlines()
+    assert lines[0].startswith("| preset | E | H | layers | heads | FFN |"), lines[0]
+    rows = [line.strip("|").split("|") for line in lines[2:]]
+    table = {cells[0].strip(): tuple(int(c) for c in cells[1:6]) for cells in rows}
+    assert set(table) == set(PRESETS)
+    for name, (e, h, layers, heads, ffn) in table.items():
+        cfg = AlbertConfig.from_preset(name)
+        assert (cfg.embedding_size, cfg.hidden_size, cfg.num_hidden_layers,
+                cfg.num_attention_heads, cfg.intermediate_size) == (e, h, layers, heads, ffn), name
 
 
 @pytest.mark.parametrize("field, value", [

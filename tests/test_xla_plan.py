@@ -31,10 +31,33 @@ def test_auto_xla_compiles_the_gradient_only_where_its_matmul_wins(monkeypatch, 
         xla_plan.choose_xla("yes", "fp32")
 
 
-def test_matmul_probe_measures_a_rate():
-    for jit in (False, True):
-        rate = xla_plan.matmul_flops(tf.float32, jit, n=256, chain=2, repeats=1)
-        assert 1e8 < rate < 1e14
+@pytest.mark.parametrize("jit", [False, True])
+def test_matmul_probe_is_the_chains_flops_over_its_fastest_repeat(monkeypatch, jit):
+    n, chain = 64, 3
+    # The timed function is a chain of exactly `chain` n x n matmuls: 2 n^3 FLOPs each.
+    chain_fn, a = xla_plan._matmul_chain(tf.float32, jit, n, chain)
+    graph = chain_fn.get_concrete_function(a).graph
+    matmuls = [op for op in graph.get_operations() if op.type == "MatMul"]
+    assert len(matmuls) == chain
+    assert all(op.inputs[0].shape == op.inputs[1].shape == (n, n) for op in matmuls)
+    # It computes what it says: (a / n) applied `chain` times to a.
+    expected = a.numpy().astype("float64")
+    for _ in range(chain):
+        expected = expected @ (a.numpy() / n)
+    assert abs(chain_fn(a).numpy() - expected).max() < 1e-3 * (abs(expected).max() + 1)
+    # A clock the test controls: the repeats take 2 s, 0.5 s and 4 s. The rate is the chain's
+    # FLOPs over the fastest repeat, and each repeat is timed around exactly one run of it.
+    ticks = iter([10.0, 12.0, 20.0, 20.5, 30.0, 34.0])
+
+    class Clock:
+        @staticmethod
+        def perf_counter():
+            return next(ticks)
+
+    monkeypatch.setattr(xla_plan, "time", Clock)
+    rate = xla_plan.matmul_flops(tf.float32, jit, n=n, chain=chain, repeats=3)
+    assert rate == chain * 2 * n ** 3 / 0.5
+    assert next(ticks, None) is None
 
 
 def test_auto_xla_plan_is_rank_zeros_on_every_rank(tmp_path):
