@@ -142,6 +142,11 @@ def test_wikipedia_dump_becomes_clean_articles(tmp_path):
         assert debris not in text, debris
     assert (stats.pages, stats.redirects, stats.non_article_pages,
             stats.disambiguation_pages, stats.documents) == (7, 1, 1, 2, 3)
+    # Parsed in worker processes (the corpus CLI's --processes 2): the same documents in the
+    # same order, and the same counts.
+    in_workers = ReadStats()
+    assert list(iter_documents([str(dump)], "auto", in_workers, processes=2)) == docs
+    assert in_workers == stats
 
     # The whole recipe through the CLIs: dump -> vocabulary -> shuffled records.
     proc = _cli("train_tokenizer", ["--input", str(dump), "--vocab_size", "100",

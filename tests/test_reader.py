@@ -10,7 +10,6 @@ from albert.data.reader import (
     DataError,
     check_all_record_shapes,
     check_ranks_have_records,
-    check_record_shapes,
     count_nonempty_files,
     data_loss_message,
     pretraining_dataset,
@@ -65,8 +64,8 @@ def test_errors_name_the_pattern(sample_records, tmp_path):
                             rank=0, size=8)
     first = resolve_files("train", str(sample_records))[0]
     with pytest.raises(DataError, match="--max_seq_length asks for 128"):
-        check_record_shapes(first, 128, PREDS)
-    check_record_shapes(first, SEQ, PREDS)
+        check_all_record_shapes([first], 128, PREDS)
+    assert check_all_record_shapes([first], SEQ, PREDS) == []
 
 
 # -- hostile input (issue 13) -----------------------------------------------------------------

@@ -549,17 +549,6 @@ def finish_document(raw, stats: ReadStats) -> list[str] | None:
     return sentences
 
 
-def iter_documents(files: Iterable[str], fmt: str = "auto", stats: ReadStats | None = None,
-                   text_field: str = "text") -> Iterator[list[str]]:
-    """Every file's documents as lists of sentences, in order, in this process."""
-    stats = stats if stats is not None else ReadStats()
-    for path in files:
-        for raw in read_documents(path, fmt, text_field, stats):
-            sentences = finish_document(raw, stats)
-            if sentences:
-                yield sentences
-
-
 def chunked(docs: Iterable, size: int) -> Iterator[tuple[int, int, list]]:
     """Documents -> (chunk index, index of its first document, documents), `size` at a time."""
     it = iter(docs)
@@ -674,9 +663,10 @@ def map_chunks(fn, chunks: Iterable, processes: int, stats: ReadStats) -> Iterat
             yield from items
 
 
-def _finished_documents(files: list[str], fmt: str, text_field: str, processes: int,
-                        stats: ReadStats) -> Iterator[list[str]]:
-    """iter_documents, with the wikitext parsing spread over `processes` worker processes."""
+def iter_documents(files: Iterable[str], fmt: str, stats: ReadStats, text_field: str = "text",
+                   processes: int = 1) -> Iterator[list[str]]:
+    """Every file's documents as lists of sentences, in corpus order, counted in `stats`; the
+    wikitext parsing spread over `processes` worker processes (in this one when 1)."""
     chunks = (raw for path in files
               for _, _, raw in chunked(read_documents(path, fmt, text_field, stats), 64))
     yield from map_chunks(_finish_chunk, chunks, processes, stats)
@@ -717,7 +707,7 @@ def write_text(args) -> dict:
     except OSError as e:
         raise ValueError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
     stats, sentences, written = ReadStats(), 0, 0
-    docs = _finished_documents(files, args.input_format, args.text_field, args.processes, stats)
+    docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
     try:
         for doc in docs:
             out.write(("\n" if written else "") + "\n".join(doc) + "\n")

@@ -25,8 +25,9 @@ import shlex
 import struct
 import zlib
 
-import google_crc32c
 import tensorflow as tf
+
+from albert.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, masked_crc
 
 logger = logging.getLogger(__name__)
 
@@ -231,11 +232,6 @@ def _open_binary(path: str):
     return gzip.GzipFile(fileobj=raw, mode="rb") if path.endswith(".gz") else raw
 
 
-def _masked_crc(data: bytes) -> int:
-    crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
 def first_record(path: str) -> bytes | None:
     """The first record of `path`, None when it holds none; DataError when it cannot be read.
 
@@ -254,20 +250,20 @@ def leading_records(path: str, limit: int) -> list[bytes]:
         with _open_binary(path) as f:
             while len(records) < limit:
                 which = "its first record" if not records else f"record {len(records)}"
-                header = f.read(12)
+                header = f.read(HEADER_BYTES)
                 if not header:
                     break
-                if len(header) < 12:
+                if len(header) < HEADER_BYTES:
                     raise DataError(f"{path} is truncated in {which}{damaged}")
                 length, length_crc = struct.unpack("<QI", header)
-                if _masked_crc(header[:8]) != length_crc:
+                if masked_crc(header[:8]) != length_crc:
                     raise DataError(f"{path} is corrupt in {which}'s header (not a TFRecord "
                                     f"file?){damaged}")
-                body = f.read(length + 4)
-                if len(body) < length + 4:
+                body = f.read(length + FOOTER_BYTES)
+                if len(body) < length + FOOTER_BYTES:
                     raise DataError(f"{path} is truncated in {which}{damaged}")
                 record, (crc,) = body[:length], struct.unpack("<I", body[length:])
-                if _masked_crc(record) != crc:
+                if masked_crc(record) != crc:
                     raise DataError(f"{path} is corrupt in {which}{damaged}")
                 records.append(record)
     except (OSError, EOFError, zlib.error, tf.errors.OpError) as e:
@@ -294,17 +290,6 @@ def record_shape_problem(record: bytes, spec: dict) -> str | None:
                     else "--max_seq_length")
             return f"feature {name!r} has length {length}, but {flag} asks for {expected}"
     return None
-
-
-def check_record_shapes(path: str, max_seq_length: int, max_predictions_per_seq: int) -> None:
-    """Parse the first record of `path` with the expected shapes; DataError naming the mismatch."""
-    record = first_record(path)
-    if record is None:
-        raise DataError(f"{path} holds no records")
-    problem = record_shape_problem(record, pretraining_feature_spec(max_seq_length,
-                                                                    max_predictions_per_seq))
-    if problem:
-        raise DataError(f"{path}: {problem}; pass the value the data was made with")
 
 
 def check_all_record_shapes(files: list[str], max_seq_length: int,

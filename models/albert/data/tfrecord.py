@@ -17,15 +17,17 @@ HEADER_BYTES = 12  # uint64 length + its masked CRC
 FOOTER_BYTES = 4  # masked CRC of the data
 
 
-def _masked_crc(data: bytes) -> bytes:
+def masked_crc(data: bytes) -> int:
+    """TFRecord's masked CRC32C of `data` (what the framing stores, and the reader checks)."""
     crc = google_crc32c.value(data)
-    return struct.pack("<I", (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def frame(record: bytes) -> bytes:
     """One record in TFRecord framing: len(record) + 16 bytes."""
     length = struct.pack("<Q", len(record))
-    return length + _masked_crc(length) + record + _masked_crc(record)
+    return (length + struct.pack("<I", masked_crc(length)) + record
+            + struct.pack("<I", masked_crc(record)))
 
 
 def framed_length(header: bytes | memoryview, offset: int = 0) -> int:
