@@ -41,11 +41,13 @@ class CheckpointError(ValueError):
     """A checkpoint directory that cannot be loaded; the message names the file and the problem."""
 
 
-def _dense(prefix, layer):
+def _dense_to_hf(prefix, layer):
+    """A Dense layer's [(hf_name, variable, transpose)] under the Hugging Face `prefix`."""
     return [(f"{prefix}.weight", layer.kernel, True), (f"{prefix}.bias", layer.bias, False)]
 
 
-def _norm(prefix, layer):
+def _norm_to_hf(prefix, layer):
+    """A LayerNormalization's [(hf_name, variable, transpose)] under the Hugging Face `prefix`."""
     return [(f"{prefix}.weight", layer.gamma, False), (f"{prefix}.bias", layer.beta, False)]
 
 
@@ -56,27 +58,27 @@ def backbone_variables(backbone, prefix: str = "albert"):
         (f"{prefix}.embeddings.word_embeddings.weight", emb.word_embeddings, False),
         (f"{prefix}.embeddings.position_embeddings.weight", emb.position_embeddings, False),
         (f"{prefix}.embeddings.token_type_embeddings.weight", emb.token_type_embeddings, False),
-        *_norm(f"{prefix}.embeddings.LayerNorm", emb.layer_norm),
-        *_dense(f"{prefix}.encoder.embedding_hidden_mapping_in", enc.embedding_projection),
+        *_norm_to_hf(f"{prefix}.embeddings.LayerNorm", emb.layer_norm),
+        *_dense_to_hf(f"{prefix}.encoder.embedding_hidden_mapping_in", enc.embedding_projection),
     ]
     for g, group in enumerate(enc.groups):
         for i, layer in enumerate(group):
             p = f"{prefix}.encoder.albert_layer_groups.{g}.albert_layers.{i}"
             out += [
-                *_dense(f"{p}.attention.query", layer.query),
-                *_dense(f"{p}.attention.key", layer.key),
-                *_dense(f"{p}.attention.value", layer.value),
-                *_dense(f"{p}.attention.dense", layer.attention_output),
-                *_norm(f"{p}.attention.LayerNorm", layer.attention_norm),
-                *_dense(f"{p}.ffn", layer.ffn),
-                *_dense(f"{p}.ffn_output", layer.ffn_output),
-                *_norm(f"{p}.full_layer_layer_norm", layer.ffn_norm),
+                *_dense_to_hf(f"{p}.attention.query", layer.query),
+                *_dense_to_hf(f"{p}.attention.key", layer.key),
+                *_dense_to_hf(f"{p}.attention.value", layer.value),
+                *_dense_to_hf(f"{p}.attention.dense", layer.attention_output),
+                *_norm_to_hf(f"{p}.attention.LayerNorm", layer.attention_norm),
+                *_dense_to_hf(f"{p}.ffn", layer.ffn),
+                *_dense_to_hf(f"{p}.ffn_output", layer.ffn_output),
+                *_norm_to_hf(f"{p}.full_layer_layer_norm", layer.ffn_norm),
             ]
     if enc.final_norm is not None:
         # Pre-LN only; not an HF name (HF has no pre-LN ALBERT), used by our own round trips.
-        out += _norm(f"{prefix}.encoder.final_layer_norm", enc.final_norm)
+        out += _norm_to_hf(f"{prefix}.encoder.final_layer_norm", enc.final_norm)
     if backbone.pooler is not None:
-        out += _dense(f"{prefix}.pooler", backbone.pooler)
+        out += _dense_to_hf(f"{prefix}.pooler", backbone.pooler)
     return out
 
 
@@ -87,15 +89,15 @@ def head_variables(model):
         head = model.predictions
         out += [
             ("predictions.bias", head.bias, False),
-            *_dense("predictions.dense", head.dense),
-            *_norm("predictions.LayerNorm", head.layer_norm),
+            *_dense_to_hf("predictions.dense", head.dense),
+            *_norm_to_hf("predictions.LayerNorm", head.layer_norm),
         ]
     if hasattr(model, "sop_classifier"):
-        out += _dense("sop_classifier.classifier", model.sop_classifier)
+        out += _dense_to_hf("sop_classifier.classifier", model.sop_classifier)
     if hasattr(model, "qa_outputs"):
-        out += _dense("qa_outputs", model.qa_outputs)
+        out += _dense_to_hf("qa_outputs", model.qa_outputs)
     if hasattr(model, "classifier"):
-        out += _dense("classifier", model.classifier)
+        out += _dense_to_hf("classifier", model.classifier)
     return out
 
 

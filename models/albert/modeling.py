@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from albert.config import AlbertConfig
+from albert.plan import RECOMPUTE_MODES
 
 
 def get_activation(name: str):
@@ -236,7 +237,6 @@ class AlbertLayer(_Layer):
 
 
 # -- shared weights and recomputation ------------------------------------------------------------
-RECOMPUTE_MODES = ("none", "layers")
 
 
 def _with_weights(layer: AlbertLayer, weights, x, bias, training):

@@ -88,7 +88,9 @@ def resolve_batch_plan(ranks: int, per_gpu: int | None, global_batch: int | None
 # this module is GiB (2^30 bytes), as nvidia-smi and TensorFlow count device memory.
 
 GIB = 2 ** 30
-RECOMPUTE = ("none", "layers")
+# --recompute: keep each transformer layer's activations, or recompute them in the backward
+# pass (albert.modeling.set_recompute reads the same list).
+RECOMPUTE_MODES = ("none", "layers")
 HEADS = ("pretraining", "squad", "classifier")
 COMPUTE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 # What the framework itself holds beside the tensors counted below. GPU: the CUDA context and the
@@ -152,8 +154,8 @@ def activation_bytes(config, seq_length: int, micro_batch: int, precision: str =
     Calibrated on XLA's buffer assignment for the CPU (base, large, xlarge, xxlarge at sequence
     128 and 512) and checked against measured peak memory: see the README.
     """
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"--recompute must be one of {RECOMPUTE}, got {recompute!r}")
+    if recompute not in RECOMPUTE_MODES:
+        raise ValueError(f"--recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
     c = COMPUTE_BYTES[precision]
     cfg = config
     b, s = micro_batch, seq_length
@@ -328,7 +330,7 @@ def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
                     largest = [largest_fitting(config, seq, gb * GIB, precision=precision,
                                                recompute=mode, ranks=ranks,
                                                accumulation=accumulation)
-                               for mode in RECOMPUTE]
+                               for mode in RECOMPUTE_MODES]
                     cells.append(" / ".join(str(m) if m < TABLE_LIMIT else f">= {m}"
                                             for m in largest))
                 rows.append(f"| {size} | {seq} | {precision} | " + " | ".join(cells) + " |")

@@ -31,7 +31,7 @@ import tensorflow as tf
 from albert.modeling import dropout_key, set_recompute
 
 
-def _dense(g):
+def _dense_gradient(g):
     # The word-embedding gradient is IndexedSlices (from tf.gather); allreduce and clipping want
     # dense tensors, and the table is small in ALBERT (V x E).
     return tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
@@ -114,7 +114,7 @@ class Trainer:
         with tf.GradientTape() as tape, dropout_key(key):
             loss, sums = self.loss_fn(self.model, batch, training=True)
             scaled = loss * self.loss_scale
-        grads = [_dense(g) for g in tape.gradient(scaled, self.variables)]
+        grads = [_dense_gradient(g) for g in tape.gradient(scaled, self.variables)]
         grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, self.variables,
                                                                       strict=True)]
         return grads, sums
