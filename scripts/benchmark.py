@@ -43,7 +43,27 @@ with --data_prep data_prep_instances_per_sec, data_prep_input_mb and data_prep_p
 generator's whole process tree); with --profile profile_top_ops (type, source
 "tensorflow" or "xla", self_time_ms_per_step, share), profile_xla_modules (each XLA-compiled step
 function's share), profile_coverage (TensorFlow op, XLA thunk and TensorFlow "idle" milliseconds
-per step) and, where XLA ran but left no events, profile_not_covered.
+per step) and, where XLA ran but left no events, profile_not_covered; with --squad_padding the
+keys below.
+
+--squad_padding times SQuAD prediction and fine-tuning updates with every window padded to
+--max_seq_length (padding "max") and with windows padded to their batch (padding "batch":
+albert.data.squad's prediction_batches and training_batches, length buckets of 64), on one
+AlbertForQuestionAnswering of --model_size, its repeats interleaved. The question set is built in
+the run, in SQuAD v2.0 format, with contexts of realistic length: runs of 5 to 20 consecutive
+sentences of CPython's help topics (albert.data.squad_sample.passages((5, 20)), the bundled corpus),
+a fact planted in each, --squad_questions questions (a third unanswerable), windowed at
+--max_seq_length with doc_stride 128 and 64 question tokens, with a 3,000-piece vocabulary trained
+on the same help topics (or --spm_model). At 384 about a quarter of the positions of fixed padding
+are padding, as on the real SQuAD v2.0 dev set. Prediction: every window once per repeat,
+--squad_predict_batch windows a batch; fine-tuning: --steps updates of --per_gpu_batch_size x
+--gradient_accumulation_steps windows (AdamW, the XLA plan of --xla) per repeat, after --warmup
+updates, an update at each bucket length and one prediction pass, which compile every shape.
+Keys: squad_windows (the prediction windows), squad_padding_share ({"max", "batch"} x {"predict",
+"finetune"}: the share of the positions computed that are padding), squad_widths ({"predict",
+"finetune"}: how many batch-padded batches or updates had each length), squad_predict_seq_per_sec
+and squad_finetune_seq_per_sec ({"max", "batch"}: windows per second, the median repeat),
+squad_predict_speedup and squad_finetune_speedup (batch over max), squad_xla (the XLA plan).
 """
 
 from __future__ import annotations
@@ -120,6 +140,13 @@ def parse_args(argv=None):
     p.add_argument("--profile", default=None, metavar="DIR",
                    help="also trace --steps updates with the TensorFlow profiler into DIR (view: "
                         "xprof --logdir DIR) and report the op types taking the most time")
+    p.add_argument("--squad_padding", action="store_true",
+                   help="time SQuAD prediction and fine-tuning with windows padded to "
+                        "--max_seq_length and to their batch (see the docstring)")
+    p.add_argument("--squad_questions", type=int, default=600,
+                   help="with --squad_padding: questions in the built SQuAD set")
+    p.add_argument("--squad_predict_batch", type=int, default=32,
+                   help="with --squad_padding: windows per prediction batch")
     p.add_argument("--output", default="benchmark.json")
     p.add_argument("--no_step", action="store_true", help="skip the training-step benchmark")
     args = p.parse_args(argv)
@@ -139,7 +166,7 @@ def _bad_value(args) -> str | None:
 
     minimums = {"steps": 1, "repeats": 1, "warmup": 0, "per_gpu_batch_size": 1,
                 "gradient_accumulation_steps": 1, "max_predictions_per_seq": 1, "horovod": 0,
-                "restart_cost": 0}
+                "restart_cost": 0, "squad_questions": 1, "squad_predict_batch": 1}
     for name, minimum in minimums.items():
         if getattr(args, name) < minimum:
             return f"--{name} must be at least {minimum}, got {getattr(args, name)}"
@@ -166,6 +193,9 @@ def _bad_value(args) -> str | None:
             return "--auto_global_batch needs --memory"
         if args.auto_global_batch < 1:
             return f"--auto_global_batch must be at least 1, got {args.auto_global_batch}"
+    if args.squad_padding and args.max_seq_length < 64 + 4:
+        return (f"--squad_padding windows 64 question tokens: --max_seq_length must be at "
+                f"least 68, got {args.max_seq_length}")
     return None
 
 
@@ -691,6 +721,145 @@ def bench_data_prep(args) -> dict:
             "data_prep_input_mb": text_bytes / 1e6, "data_prep_peak_memory_mb": peak / 1e6}
 
 
+def squad_padding_set(args, tmp: str):
+    """(tokenizer, dev features, training-cache prefix) of the benchmark's SQuAD set (the
+    docstring says how it is built)."""
+    import random
+
+    from albert import train_tokenizer
+    from albert.data import squad, squad_sample
+    from albert.data.sample import write_corpus
+    from albert.tokenization import load_tokenizer
+
+    spm_model = args.spm_model
+    if not spm_model:
+        write_corpus(os.path.join(tmp, "corpus.txt"))
+        spm_model = train_tokenizer.train(train_tokenizer.parse_args([
+            "--input", os.path.join(tmp, "corpus.txt"), "--vocab_size", "3000",
+            "--output_dir", os.path.join(tmp, "vocab"), "--processes", "1"]))
+    tokenizer = load_tokenizer(spm_model)
+    data = squad_sample.make_split(squad_sample.passages((5, 20)), args.squad_questions,
+                                   "v2.0", seed=1, prefix="bench")
+    path = os.path.join(tmp, "squad.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    examples, _, _ = squad.read_squad(path)
+    settings = squad.FeatureSettings(args.max_seq_length, 128, 64)
+    dev = squad.featurize(examples, tokenizer, settings, training=False)
+    squad.write_feature_cache(dev, os.path.join(tmp, "dev"))
+    train = squad.featurize(examples, tokenizer, settings, training=True)
+    random.Random(1).shuffle(train)  # as run_squad caches its training windows
+    squad.write_feature_cache(train, os.path.join(tmp, "train"))
+    return tokenizer, dev, os.path.join(tmp, "dev"), os.path.join(tmp, "train")
+
+
+def bench_squad_padding(args) -> dict:
+    """SQuAD prediction and fine-tuning, padding "max" against padding "batch" (see the
+    docstring)."""
+    import collections
+
+    import tensorflow as tf
+
+    from albert import distributed
+    from albert.config import AlbertConfig
+    from albert.data import squad
+    from albert.flags import xla_plan_from_flags
+    from albert.losses import SQUAD_METRICS, squad_loss
+    from albert.modeling import AlbertForQuestionAnswering
+    from albert.optimization import make_optimizer
+    from albert.precision import set_precision
+    from albert.trainer import Trainer
+
+    paddings = ("max", "batch")
+    seq = args.max_seq_length
+    micro, accum = args.per_gpu_batch_size, args.gradient_accumulation_steps
+    dist = distributed.init()
+    set_precision(args.precision)
+    xla = xla_plan_from_flags(args, dist)
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer, dev, dev_prefix, train_prefix = squad_padding_set(args, tmp)
+        lengths = [f.length for f in dev]
+        config = AlbertConfig.from_preset(args.model_size, vocab_size=len(tokenizer))
+        model = AlbertForQuestionAnswering(config).build_for_config()
+        inputs = ("input_ids", "attention_mask", "token_type_ids")
+
+        @tf.function(jit_compile=xla.gradient, reduce_retracing=True)
+        def logits(batch):
+            out = model({k: batch[k] for k in inputs}, training=False)
+            return out["start_logits"], out["end_logits"]
+
+        predict_batches = {p: list(squad.prediction_batches(dev_prefix, args.squad_predict_batch,
+                                                            seq, p)) for p in paddings}
+
+        def predict(padding):
+            for batch in predict_batches[padding]:
+                start, _ = logits(batch)
+            start.numpy()  # wait for the last batch
+
+        trainer = Trainer(model, squad_loss, make_optimizer("adamw", model.trainable_variables),
+                          lambda step: 1e-5, dist, metric_names=SQUAD_METRICS,
+                          accum_steps=accum, precision=args.precision, xla=xla.update,
+                          xla_gradient=xla.gradient)
+        trainer.broadcast_state()
+        streams = {p: iter(squad.training_batches(train_prefix, micro, accum, seq, seed=1,
+                                                  padding=p)) for p in paddings}
+        widths = {p: collections.Counter() for p in paddings}
+        real = {p: 0 for p in paddings}
+
+        def finetune(padding, updates, count=False):
+            for _ in range(updates):
+                batch = next(streams[padding])
+                if count:
+                    widths[padding][int(batch["input_ids"].shape[-1])] += 1
+                    real[padding] += int(tf.reduce_sum(batch["attention_mask"]))
+                trainer.train_step(batch)
+            int(trainer.step)  # wait for the last update
+
+        # Compile every shape before timing: a prediction pass, and an update at every length
+        # a bucket can have (the first max-padded update cut to it; labels past it -> 0).
+        first = next(iter(squad.training_batches(train_prefix, micro, accum, seq, seed=2,
+                                                 padding="max")))
+        for width in sorted({squad.padded_length(n, seq) for n in range(1, seq + 1)}):
+            cut = {k: v[..., :width] if v.shape.rank == 3 else v for k, v in first.items()}
+            for k in ("start_positions", "end_positions"):
+                cut[k] = tf.where(cut[k] < width, cut[k], 0)
+            trainer.train_step(cut)
+        for padding in paddings:
+            predict(padding)
+            finetune(padding, args.warmup)
+        times = {(what, p): [] for what in ("predict", "finetune") for p in paddings}
+        for _ in range(args.repeats):
+            for padding in paddings:
+                start = time.perf_counter()
+                predict(padding)
+                times["predict", padding].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                finetune(padding, args.steps, count=True)
+                times["finetune", padding].append(time.perf_counter() - start)
+    per_update = micro * accum
+    rate = {(what, p): (len(dev) if what == "predict" else args.steps * per_update)
+            / statistics.median(times[what, p]) for what, p in times}
+    predict_widths = collections.Counter(int(b["input_ids"].shape[1])
+                                         for b in predict_batches["batch"])
+    share = {}
+    for p in paddings:
+        positions = sum(int(b["input_ids"].shape[0]) * int(b["input_ids"].shape[1])
+                        for b in predict_batches[p])
+        trained = sum(w * n * per_update for w, n in widths[p].items())
+        share[p] = {"predict": 1 - sum(lengths) / positions, "finetune": 1 - real[p] / trained}
+    return {
+        "squad_windows": len(dev),
+        "squad_padding_share": share,
+        "squad_widths": {"predict": dict(sorted(predict_widths.items())),
+                         "finetune": dict(sorted(widths["batch"].items()))},
+        "squad_predict_seq_per_sec": {p: rate["predict", p] for p in paddings},
+        "squad_finetune_seq_per_sec": {p: rate["finetune", p] for p in paddings},
+        "squad_predict_speedup": rate["predict", "batch"] / rate["predict", "max"],
+        "squad_finetune_speedup": rate["finetune", "batch"] / rate["finetune", "max"],
+        "squad_xla": {"gradient": xla.gradient, "update": xla.update, "reason": xla.reason},
+    }
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -719,6 +888,8 @@ def main(argv=None):
         result.update(bench_horovod(args, argv))
     if args.data_prep:
         result.update(bench_data_prep(args))
+    if args.squad_padding:
+        result.update(bench_squad_padding(args))
     rank = int(os.environ.get("HOROVOD_RANK", "0"))
     if rank == 0:
         text = json.dumps(result, indent=2)

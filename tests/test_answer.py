@@ -245,6 +245,51 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     assert len(cut) >= len(raw) // 4, cut
 
 
+def test_padding_batch_and_max_give_the_same_answers(sample_vocab, tmp_path):
+    """--padding batch (the default) calls the model on batches of one length bucket, padded to
+    it; --padding max on windows padded to --max_seq_length. The answers, scores and null score
+    differences are the same, even with padding that would win every n-best place were it
+    read."""
+    import numpy as np
+
+    from albert import answer
+    from albert.data import squad
+    from albert.tokenization import load_tokenizer
+
+    _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
+                          seed=6)
+    examples, _, _ = squad.read_squad(dev)
+    records = [{"question": e.question, "context": e.context} for e in examples]
+    tokenizer = load_tokenizer(sample_vocab)
+    calls = {"batch": [], "max": []}
+
+    def rows_with(padding):
+        def logits(input_ids, attention_mask, token_type_ids):
+            calls[padding].append(np.asarray(input_ids).shape)
+            start, end = fake_logits(input_ids, attention_mask, token_type_ids)
+            pad = np.asarray(attention_mask) == 0
+            start[pad] = end[pad] = 50.0  # far above every real token's
+            return start, end
+
+        args = answer.parse_args(["--model", "unused", "--input", dev, "--no_progress",
+                                  "--batch_size", "8", "--squad_version", "squadv2",
+                                  "--max_seq_length", "192", "--doc_stride", "64",
+                                  "--max_query_length", "24", "--padding", padding])
+        return answer.answer_all(records, logits, tokenizer, args)
+
+    batch, fixed = rows_with("batch"), rows_with("max")
+    assert [r["answer"] for r in batch] == [r["answer"] for r in fixed]
+    assert [r["best_span"] for r in batch] == [r["best_span"] for r in fixed]
+    assert all(r["best_span"] for r in batch)
+    for a, b in zip(batch, fixed, strict=True):
+        assert a["score"] == pytest.approx(b["score"], abs=1e-5)
+        assert a["null_score_diff"] == pytest.approx(b["null_score_diff"], abs=1e-5)
+    assert {shape[1] for shape in calls["max"]} == {192}
+    widths = {shape[1] for shape in calls["batch"]}
+    assert len(widths) >= 2 and all(w % 64 == 0 or w == 192 for w in widths)
+    assert sum(s[0] for s in calls["batch"]) == sum(s[0] for s in calls["max"])
+
+
 def test_run_squad_predictions_are_whole_words(finetuned):
     """End to end: every non-empty answer and n-best text run_squad wrote for the briefly trained
     model starts and ends on a word boundary of its context."""

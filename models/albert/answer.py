@@ -9,8 +9,12 @@
 checkpoint (prefix or directory), or a Hugging Face / Google directory holding a QA head. Contexts
 are split into windows and answers chosen exactly as run_squad does (albert.data.squad's
 featurize and postprocess, the same flags and defaults), so on the same questions the answers
-equal run_squad's predictions.json. Windows go through the model --batch_size at a time, in input
-order, each batch padded to its longest window, as run_squad's --eval_batch_size batches are.
+equal run_squad's predictions.json. Windows go through the model --batch_size at a time, batched
+as run_squad batches its predictions (albert.data.squad's plan_batches): with --padding batch (the
+default) windows of one length bucket together, each batch padded to its bucket (a multiple of 64
+tokens, so a model compiles a handful of shapes); with --padding max every window padded to
+--max_seq_length. The answers are the same either way: the model masks the padding, and answers
+are read from each window's real tokens.
 
 Each --input line is a JSON object with "question" and "context" (and optionally "id"); each
 output line is that object plus "answer" (what predictions.json would hold: "" when the model
@@ -64,6 +68,10 @@ def parse_args(argv=None):
     p.add_argument("--max_answer_length", type=int, default=30)
     p.add_argument("--batch_size", type=int, default=64,
                    help="windows per model call (run_squad's --eval_batch_size)")
+    p.add_argument("--padding", choices=("batch", "max"), default="batch",
+                   help="batch: windows of similar length batched together, each batch padded "
+                        "to its length bucket (a multiple of 64); max: every window to "
+                        "--max_seq_length. The same answers either way")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     return p.parse_args(argv)
 
@@ -214,9 +222,9 @@ def apply_task_card(args, spm_model: str) -> None:
 def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
     """Each record plus answer, best_span, score, no_answer (and null_score_diff for v2).
 
-    Windowing and answer selection are albert.data.squad's featurize and postprocess, called as
-    run_squad calls them; the logits passed on cover each batch up to its longest window, as
-    run_squad's prediction keeps them.
+    Windowing, batching and answer selection are albert.data.squad's featurize, plan_batches
+    and postprocess, called as run_squad calls them (its prediction_batches are plan_batches'
+    batches); each window's logits are kept over its real tokens (real_logits).
     """
     import numpy as np
     from tqdm import tqdm
@@ -228,20 +236,19 @@ def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
                 for i, r in enumerate(records)]
     settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
     features = squad.featurize(examples, tokenizer, settings, training=False)
-    meta = [{"example_index": f.example_index, "token_spans": f.token_spans,
-             "max_context": f.max_context} for f in features]
+    meta = squad.feature_meta(features)
+    plan = squad.plan_batches([f.length for f in features], args.batch_size,
+                              args.max_seq_length, args.padding)
     results = {}
     quiet = args.no_progress or args.input is None  # no bar for a single question
     with tqdm(total=len(features), unit="window", disable=quiet, file=sys.stderr) as bar:
-        for first in range(0, len(features), args.batch_size):
-            batch = features[first:first + args.batch_size]
-            length = max(sum(f.attention_mask) for f in batch)
-            arrays = {name: np.array([getattr(f, name)[:length] for f in batch], np.int32)
+        for indices, length in plan:
+            arrays = {name: np.array([getattr(features[i], name)[:length] for i in indices],
+                                     np.int32)
                       for name in INPUT_NAMES}
             start, end = logits_fn(**arrays)
-            for i in range(len(batch)):
-                results[first + i] = (start[i], end[i])
-            bar.update(len(batch))
+            results.update(squad.real_logits(indices, arrays["attention_mask"], start, end))
+            bar.update(len(indices))
     version_2 = args.squad_version == "squadv2"
     predictions, nbest, null_odds = squad.postprocess(
         examples, meta, results, n_best=args.n_best_size,
