@@ -231,7 +231,7 @@ def synthetic_batch(args, vocab_size, rng):
 
 def measure_matmul_peak(precision: str, on_gpu: bool) -> float:
     """The faster of TensorFlow's kernel and XLA's on a large matmul in the compute dtype (the
-    step may run on either: see training.choose_xla)."""
+    step may run on either: see albert.xla_plan.choose_xla)."""
     from albert.precision import COMPUTE_DTYPES
     from albert.xla_plan import matmul_flops
 
@@ -393,23 +393,26 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
     plan against --memory_budget_gb or the available memory."""
     from albert.losses import pretraining_loss
     from albert.memory import micro_batch_trial, resolve_auto_batch, synthetic_batch
+    from albert.run_spec import Batching, Execution, RunSpec
 
-    flags = argparse.Namespace(
-        global_batch_size=args.auto_global_batch, gradient_accumulation_steps=None,
-        per_gpu_batch_size="auto", memory_budget_gb=args.memory_budget_gb if device == "cpu"
-        else None, max_seq_length=args.max_seq_length, precision=args.precision,
-        recompute=args.recompute, fp16_allreduce=False,
-        max_predictions_per_seq=args.max_predictions_per_seq)
+    spec = RunSpec(
+        task="pretraining",
+        features={"max_seq_length": args.max_seq_length,
+                  "max_predictions_per_seq": args.max_predictions_per_seq},
+        batching=Batching(per_gpu_batch_size="auto", global_batch_size=args.auto_global_batch,
+                          memory_budget_gb=args.memory_budget_gb if device == "cpu" else None,
+                          recompute=args.recompute),
+        execution=Execution(precision=args.precision))
     trial = None
     if device == "gpu":
         seq, preds, vocab = args.max_seq_length, args.max_predictions_per_seq, args.vocab_size
         trial = micro_batch_trial(model, pretraining_loss,
                                   lambda n: synthetic_batch("pretraining", n, seq, vocab, preds),
                                   jit=xla_gradient)
-    line = resolve_auto_batch(flags, 1, model.config, head="pretraining", device=device,
-                              trial=trial)
-    return {"auto_micro_batch": flags.per_gpu_batch_size,
-            "auto_accumulation": flags.gradient_accumulation_steps, "auto_reason": line}
+    batching, line = resolve_auto_batch(spec, 1, model.config, head="pretraining",
+                                        device=device, trial=trial)
+    return {"auto_micro_batch": batching.per_gpu_batch_size,
+            "auto_accumulation": batching.gradient_accumulation_steps, "auto_reason": line}
 
 
 def profile_steps(run_steps, steps: int, logdir: str, xla_compiled: bool) -> dict:

@@ -88,3 +88,21 @@ def batches(sample_records):
     ds = pretraining_dataset("train", 8, SEQ, PREDS, filesystem_prefix=str(sample_records),
                              shuffle_buffer=0).batch(1)
     return [b for b in ds.take(6)]
+
+
+def run_in_process(module: str, argv) -> tuple:
+    """`python -m albert.<module> argv` as main(argv) in this process: (exit status, stdout,
+    stderr). For the errors a command gives, without an interpreter and TensorFlow start per
+    case; an error that escapes as a traceback fails the test outright. tests/test_flags.py keeps
+    one real process per runner for the exit status and the single line."""
+    import contextlib
+    import importlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = importlib.import_module(f"albert.{module}").main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()

@@ -199,10 +199,11 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
                                                                   monkeypatch, capsys):
     """The same logits give the same answer texts through answer and run_squad's scoring (one
     post-processing), and those texts are whole words where the raw pieces were not."""
-    import types
 
-    from albert import answer, run_squad
+    from albert import answer
     from albert.data import squad
+    from albert.run_spec import Outputs, RunSpec
+    from albert.tasks.squad import score
     from albert.tokenization import load_tokenizer
 
     _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
@@ -217,16 +218,18 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     squad.write_feature_cache(features, prefix)
     start, end = fake_logits([f.input_ids for f in features], None, None)
     results = {i: (start[i], end[i]) for i in range(len(features))}
-    metrics = types.SimpleNamespace(log=lambda *a, **k: None)
-    squad_args = types.SimpleNamespace(
-        squad_version=None, n_best_size=args.n_best_size, max_answer_length=args.max_answer_length,
-        null_score_diff_threshold=0.0, output_dir=str(tmp_path / "pred"), predict_file=dev)
-    run_squad.score(squad_args, examples, data, prefix, results, metrics, 0)
+    def squad_spec(threshold):
+        return RunSpec(task="squad", data={"predict": [dev]},
+                       outputs=Outputs(output_dir=str(tmp_path / "pred")),
+                       options={"squad_version": None, "n_best_size": args.n_best_size,
+                                "max_answer_length": args.max_answer_length,
+                                "null_score_diff_threshold": threshold})
+
+    score(squad_spec(0.0), examples, data, prefix, results)
     # Again at a threshold that leaves some questions without an answer.
     null_odds = json.loads((tmp_path / "pred" / "null_odds.json").read_text())
-    args.null_score_diff_threshold = squad_args.null_score_diff_threshold = float(
-        sorted(null_odds.values())[len(null_odds) // 2]) + 1e-4
-    run_squad.score(squad_args, examples, data, prefix, results, metrics, 0)
+    args.null_score_diff_threshold = float(sorted(null_odds.values())[len(null_odds) // 2]) + 1e-4
+    score(squad_spec(args.null_score_diff_threshold), examples, data, prefix, results)
     capsys.readouterr()
     predictions = json.loads((tmp_path / "pred" / "predictions.json").read_text())
     nbest = json.loads((tmp_path / "pred" / "nbest_predictions.json").read_text())

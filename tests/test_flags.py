@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_in_process
 
 RUNNERS = ("run_pretraining", "run_squad", "run_classifier")
 
@@ -24,21 +25,39 @@ def test_help_shows_each_default_once(runner):
         assert len(re.findall(r"\bdefault\b", entry, re.I)) <= 1, entry
 
 
-def test_plan_only_takes_the_launchers_rank_count_in_every_runner(sample_vocab, tmp_path):
+def test_plan_only_takes_the_launchers_rank_count_in_every_runner(sample_vocab, tmp_path,
+                                                                    monkeypatch):
     # The same batch flags under "horovodrun -np 4" (its environment) plan for 4 ranks in all.
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "HOROVOD_RANK": "0", "HOROVOD_SIZE": "4",
-           "HOROVOD_LOCAL_RANK": "0"}
+    for name, value in (("HOROVOD_RANK", "0"), ("HOROVOD_SIZE", "4"),
+                        ("HOROVOD_LOCAL_RANK", "0")):
+        monkeypatch.setenv(name, value)
     common = ["--model_size", "tiny", "--per_gpu_batch_size", "8", "--global_batch_size", "64",
               "--max_seq_length", "64", "--plan_only", "--spm_model", sample_vocab]
     extra = {"run_pretraining": ["--total_steps", "10"],
              "run_squad": ["--train_file", str(tmp_path / "x.json")],
              "run_classifier": ["--train_file", str(tmp_path / "x.tsv")]}
     for runner in RUNNERS:
-        proc = subprocess.run([sys.executable, "-m", f"albert.{runner}", *common,
-                               *extra[runner]], capture_output=True, text=True, timeout=300,
-                              env=env)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        assert "batch plan: 8 x 2 x 4 = 64" in proc.stdout, (runner, proc.stdout)
+        code, out, err = run_in_process(runner, common + extra[runner])
+        assert code == 0, err[-2000:]
+        assert "batch plan: 8 x 2 x 4 = 64" in out, (runner, out)
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_bad_flag_is_one_line_and_exit_2_without_a_traceback(runner, tmp_path):
+    """The one real process per runner for a user's error (the runners' error cases run
+    in-process elsewhere): exit status 2, one "error:" line naming the flag, no traceback."""
+    argv = {"run_pretraining": ["--total_steps", "10"],
+            "run_squad": ["--train_file", str(tmp_path / "x.json"), "--output_dir",
+                          str(tmp_path / "o")],
+            "run_classifier": ["--train_file", str(tmp_path / "x.tsv"), "--output_dir",
+                               str(tmp_path / "o")]}[runner]
+    proc = subprocess.run([sys.executable, "-m", f"albert.{runner}", *argv, "--log_frequency",
+                           "0", "--checkpoint_dir", str(tmp_path / "k")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines() == ["error: --log_frequency must be at least 1, "
+                                                "got 0"]
 
 
 @pytest.mark.parametrize("runner", ["run_squad", "run_classifier"])

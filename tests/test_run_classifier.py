@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import run_in_process
 
 from albert.data.classification_sample import write_task
 
@@ -86,6 +87,18 @@ def test_tiny_model_learns_the_topic_task(finetuned, topic_task):
     # The final export is a Hugging Face classifier with its label names.
     config = json.loads((out / "ckpt" / "final" / "config.json").read_text())
     assert list(config["id2label"].values()) == result["labels"]
+    # The closing summary: the reported accuracy against the majority class, counted here from
+    # the files (the training set's commonest label, as answered for every dev example).
+    topic_dir = topic_task[0]
+    train_labels = [r["label"] for r in read_tsv(topic_dir / "train.tsv")]
+    dev_labels = [r["label"] for r in read_tsv(topic_dir / "dev.tsv")]
+    commonest = max(sorted(set(train_labels)), key=train_labels.count)
+    majority = sum(label == commonest for label in dev_labels) / len(dev_labels)
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("summary: ")]
+    assert len(summary) == 1, proc.stdout[-2000:]
+    assert summary[0].startswith("summary: classification, ")
+    assert f"eval accuracy {result['accuracy']:.4f}" in summary[0]
+    assert f"baseline majority class ({commonest}): accuracy {majority:.4f}" in summary[0]
 
 
 def test_two_ranks_score_exactly_as_one(finetuned, topic_task, tmp_path):
@@ -124,6 +137,14 @@ def test_two_rank_training_learns_as_one_rank(finetuned, topic_task, sample_voca
     print(f"dev accuracy: 1 rank {one['accuracy']:.3f}, 2 ranks {two['accuracy']:.3f}")
     assert two["accuracy"] > counts["dev_majority"] + 0.15
     assert abs(two["accuracy"] - one["accuracy"]) < 0.12
+    # Resuming it with another learning rate is refused on rank 0, and every rank stops with
+    # that one line (the other rank would otherwise wait at the next collective for ever).
+    changed = training_argv(topic_task[0], sample_vocab, tmp_path, batch=16)
+    changed[changed.index("--learning_rate") + 1] = "1e-3"
+    refused = run_classifier(changed, launcher=TWO_RANKS, check=False, timeout=300)
+    assert refused.returncode != 0
+    assert "learning_rate: recorded 0.0005, now 0.001" in refused.stderr, refused.stderr[-2000:]
+    assert "Traceback" not in refused.stderr
 
 
 def test_padding_to_the_batch_longest_changes_no_prediction(finetuned, topic_task, tmp_path):
@@ -171,7 +192,7 @@ def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(finetuned, t
     out, argv, _ = finetuned
     argv = [a if a != str(out / "out") else str(tmp_path / "out") for a in argv]
     proc = run_classifier(argv)
-    assert "fine-tuning already finished" in proc.stdout
+    assert "this run already finished" in proc.stdout
     assert "train step" not in proc.stdout
     again = json.loads((tmp_path / "out" / "eval_results.json").read_text())
     assert again == json.loads((out / "out" / "eval_results.json").read_text())
@@ -342,11 +363,10 @@ def expect_error(files, argv, message, sample_vocab, tmp_path):
     base = ["--model_size", "tiny", "--spm_model", sample_vocab, "--cache_dir",
             str(tmp_path / "c"), "--output_dir", str(tmp_path / "o"), "--log_dir",
             str(tmp_path / "l"), "--checkpoint_dir", str(tmp_path / "k"), "--xla", "off"]
-    proc = run_classifier(base + flags + argv, check=False)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and message in errors[0], proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+    code, _, err = run_in_process("run_classifier", base + flags + argv)
+    assert code == 2, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and message in errors[0], err[-2000:]
     return errors[0]
 
 

@@ -161,3 +161,118 @@ def test_overwrite_output_dir_never_discards_a_checkpoint_dir_elsewhere(tmp_path
     inside = run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
                                    "--overwrite_output_dir"])
     assert inside.overwrite_checkpoint_dir
+
+
+# -- the typed spec, resolved in-process ----------------------------------------------------------
+
+def test_each_runner_resolves_its_flags_into_one_frozen_typed_spec(sample_vocab, tmp_path):
+    import dataclasses
+
+    from albert import run_classifier, run_pretraining, run_squad
+    from albert.run_spec import RunSpec
+
+    for name in ("train.json", "train.tsv", "dev.tsv"):
+        (tmp_path / name).write_text("x")
+    squad = run_squad.resolve(run_squad.parse_args([
+        "--train_file", str(tmp_path / "train.json"), "--spm_model", sample_vocab,
+        "--output_dir", str(tmp_path / "squad"), "--learning_rate", "5e-5", "--doc_stride", "64",
+        "--skip_xla", "--padding", "max", "--n_best_size", "7"]))
+    assert isinstance(squad, RunSpec) and squad.task == "squad" and squad.trains
+    assert squad.features == {"max_seq_length": 384, "doc_stride": 64, "max_query_length": 64,
+                              "padding": "max"}
+    assert squad.data == {"train": [str(tmp_path / "train.json")], "predict": []}
+    o = squad.optimization
+    assert (o.optimizer, o.learning_rate, o.warmup_steps, o.warmup_proportion) == \
+        ("adamw", 5e-5, None, 0.1)
+    assert o.warmup(1000) == 100 and o.bias_correction
+    assert squad.execution.xla == "off" and squad.execution.seed == 42
+    assert squad.outputs.checkpoint_dir == str(tmp_path / "squad" / "checkpoints")
+    assert squad.outputs.cache_dir == str(tmp_path / "squad" / "cache")
+    assert squad.vocabulary == sample_vocab and squad.options["n_best_size"] == 7
+    assert squad.batching.plan(2).global_batch == 48  # the default micro-batch 24 x 2 ranks
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        squad.task = "classification"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        squad.optimization.learning_rate = 1.0
+
+    glue = run_classifier.resolve(run_classifier.parse_args([
+        "--train_file", str(tmp_path / "train.tsv"), "--eval_file", str(tmp_path / "dev.tsv"),
+        "--spm_model", sample_vocab, "--output_dir", str(tmp_path / "glue"), "--labels",
+        "yes,no", "--text_a", "premise", "--text_b", "hypothesis", "--warmup_steps", "3"]))
+    assert glue.task == "classification" and glue.options["labels"] == ("yes", "no")
+    assert glue.features == {"max_seq_length": 128,
+                             "columns": ["premise", "hypothesis", "label", True]}
+    assert glue.optimization.warmup_steps == 3 and glue.optimization.warmup_proportion is None
+
+    pre = run_pretraining.resolve(run_pretraining.parse_args([
+        "--train_dir", "shards", "--total_steps", "10", "--max_seq_length", "128",
+        "--per_gpu_batch_size", "auto", "--global_batch_size", "64", "--precision", "bf16"]))
+    assert pre.task == "pretraining" and pre.total_steps == 10 and pre.data["train"] == ["shards"]
+    assert pre.features == {"max_seq_length": 128, "max_predictions_per_seq": 20,
+                            "shuffle_buffer": 10_000}
+    assert pre.batching.auto and pre.batching.chosen(8, 8).plan(1).global_batch == 64
+    assert pre.execution.precision == "bf16" and pre.optimization.optimizer == "lamb"
+
+
+def test_the_recorded_identity_holds_everything_that_decides_the_trajectory(sample_vocab):
+    from albert.config import AlbertConfig
+    from albert.run_spec import (
+        Execution,
+        ModelSource,
+        Optimization,
+        RunSpec,
+        file_sha256,
+        identity,
+    )
+
+    spec = RunSpec(task="squad", model=ModelSource(load_from="pretrained",
+                                                   checkpoint_path="/models/base"),
+                   vocabulary=sample_vocab, features={"max_seq_length": 128, "doc_stride": 64},
+                   optimization=Optimization(learning_rate=3e-5, warmup_steps=None,
+                                             warmup_proportion=0.1),
+                   execution=Execution(precision="bf16", seed=7))
+    config = AlbertConfig.from_preset("tiny", vocab_size=2000)
+    record = identity(spec, config=config, global_batch=48, total_steps=100, data=["t (1 bytes)"],
+                      labels=None)
+    assert record["started_from"] == {"load_from": "pretrained", "checkpoint_path":
+                                      "/models/base", "load_optimizer_state": False}
+    assert record["vocabulary_sha256"] == file_sha256(sample_vocab)
+    assert (record["learning_rate"], record["warmup_steps"], record["warmup_proportion"],
+            record["seed"], record["precision"], record["global_batch"]) == \
+        (3e-5, None, 0.1, 7, "bf16", 48)
+    assert record["model_config"] == config.to_dict()
+    changed = identity(spec.replace(optimization=Optimization(learning_rate=1e-4)),
+                       config=config, global_batch=48, total_steps=200, data=["t (1 bytes)"])
+    assert differences(record, changed) == [
+        "learning_rate: recorded 3e-05, now 0.0001", "warmup_proportion: recorded 0.1, now None",
+        "warmup_steps: recorded None, now 0"]
+
+
+def test_a_squad_run_recorded_before_padding_resumes_as_padded_to_max():
+    before = {"features": {"max_seq_length": 384}}
+    assert differences(before, {"features": {"max_seq_length": 384, "padding": "max"}}) == []
+    assert differences(before, {"features": {"max_seq_length": 384, "padding": "batch"}}) == [
+        "features.padding: recorded 'max', now 'batch'"]
+
+
+def test_no_module_below_the_command_line_takes_the_parsed_flags():
+    """Issue 23: the run spec is what the library takes; the flags stop at the runners."""
+    import ast
+    import pathlib
+
+    import albert
+
+    root = pathlib.Path(albert.__file__).parent
+    library = ["runner", "memory", "run_spec", "checkpoints", "loop", "trainer", "distributed",
+               "xla_plan", "optimization", "losses", "modeling", "config", "plan", "tasks/__init__",
+               "tasks/pretraining", "tasks/squad", "tasks/classification"]
+    for name in library:
+        tree = ast.parse((root / f"{name}.py").read_text())
+        for node in tree.body:  # albert.plan's own command line imports argparse in its main
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                assert "argparse" not in names, f"{name} imports argparse"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name not in ("main", "_bad_values"):
+                params = [a.arg for a in node.args.args + node.args.kwonlyargs]
+                assert "args" not in params, f"{name}.{node.name} takes args"

@@ -24,6 +24,8 @@ import time
 
 import tensorflow as tf
 
+from albert.distributed import on_chief
+
 logger = logging.getLogger("albert.checkpoints")
 
 RUN_RECORD = "run.json"
@@ -127,10 +129,12 @@ class CheckpointHandler:
         self.trackables = dict(trackables)
         self.checkpoint = tf.train.Checkpoint(**trackables)
         self._data_manager = None
-        if dist.is_chief:
+        def prepare():
             lock_run_directory(directory)  # before the clean-up, which a running save would lose
             self._clean_temporaries(directory)
             self._check_index()
+
+        on_chief(dist, prepare)  # a directory in use stops every rank, not only rank 0
         self.manager = tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=keep)
 
     # -- housekeeping -----------------------------------------------------------------------------
@@ -377,8 +381,9 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
     record = dict(record or {})
     started_from = record.get("started_from", {"load_from": load_from,
                                                "checkpoint_path": checkpoint_path})
-    how = "new"
-    if trainer.dist.is_chief:
+
+    def decide() -> tuple:
+        how = "new"
         directory = checkpoints.directory
         previous = read_run_record(directory)
         if overwrite and (previous or checkpoints.has_checkpoints()):
@@ -403,9 +408,6 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
 
                 record["spec"] = check_resume(previous, record["spec"], directory,
                                               int(trainer.step))
-                if hasattr(trainer.optimizer, "bias_correction"):
-                    # Before the update is traced: the form the resumed run goes on with.
-                    trainer.optimizer.bias_correction = record["spec"]["bias_correction"]
             logger.info("resuming from %s", resumed)
             how = "resumed"
         elif load_from == "checkpoint":
@@ -428,10 +430,16 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
         if previous and "xla" in previous:
             merged["xla"] = previous["xla"]  # the plan the run started with stays its plan
         write_run_record(directory, merged)
+        return how, (record.get("spec") or {}).get("bias_correction")
+
+    # Decided on rank 0; a refusal there stops every rank with its message.
+    how, bias_correction = on_chief(trainer.dist, decide)
+    if bias_correction is not None and hasattr(trainer.optimizer, "bias_correction"):
+        # Before the update is traced, on every rank: the form the run goes on with (a run
+        # recorded before bias correction existed continues uncorrected).
+        trainer.optimizer.bias_correction = bias_correction
     trainer.broadcast_state()
-    hows = ("new", "initialised", "resumed")
-    code = trainer.dist.allgather_object(hows.index(how))[0]
-    return hows[code]
+    return how
 
 
 def mark_finished(directory: str, step: int, dist) -> None:

@@ -86,6 +86,33 @@ class HorovodDistributed(Distributed):
             self.hvd.allreduce(tf.constant(0.0), name="barrier")
 
 
+def on_chief(dist: Distributed, fn):
+    """fn() on rank 0 and its result on every rank. An error there is raised on every rank (the
+    user's errors with rank 0's message): the others would otherwise wait at the next collective
+    operation for a rank that has stopped."""
+    from albert.errors import AlbertError
+
+    result = error = None
+    if dist.is_chief:
+        try:
+            result = fn()
+        except Exception as e:  # noqa: BLE001 - re-raised below, on every rank
+            error = e
+    if dist.size == 1:
+        if error is not None:
+            raise error
+        return result
+    shared = dist.allgather_object((result, None if error is None else str(error),
+                                    isinstance(error, AlbertError | ValueError)))[0]
+    if error is not None:
+        raise error
+    if shared[1] is not None:
+        if shared[2]:
+            raise AlbertError(f"rank 0: {shared[1]}")
+        raise RuntimeError(f"rank 0 failed: {shared[1]}")
+    return shared[0]
+
+
 def init(use_horovod: str = "auto") -> Distributed:
     """auto: Horovod when started by horovodrun/mpirun, else a single process."""
     if use_horovod not in ("auto", "yes", "no"):

@@ -144,14 +144,16 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
     raise FlagError(f"{flag} {path} is not empty: {why}{way}")
 
 
-def check_export_dir(args) -> None:
-    """A fine-tuner's --export_dir, checked before any training: check_output_dir, protecting
-    every path the run reads or writes (the export comes at the end, when a refusal would waste
-    the run and a replacement could take its checkpoints with it)."""
-    names = ("checkpoint_dir", "checkpoint_path", "output_dir", "log_dir", "cache_dir",
-             "train_file", "eval_file", "predict_file", "spm_model")
-    check_output_dir(getattr(args, "export_dir", None), "--export_dir", overwrite_flag=None,
-                     protect=[getattr(args, name, None) for name in names])
+def check_export_dir(spec) -> None:
+    """A fine-tuner's --export_dir (spec: run_spec.RunSpec), checked before any training:
+    check_output_dir, protecting every path the run reads or writes (the export comes at the
+    end, when a refusal would waste the run and a replacement could take its checkpoints with
+    it)."""
+    out = spec.outputs
+    files = [p for paths in spec.data.values() for p in (paths or [])]
+    check_output_dir(out.export_dir, "--export_dir", overwrite_flag=None,
+                     protect=[out.checkpoint_dir, spec.model.checkpoint_path, out.output_dir,
+                              out.log_dir, out.cache_dir, spec.vocabulary, *files])
 
 
 # -- a fine-tuner's --export_dir (run_squad, run_classifier) --------------------------------------
@@ -163,24 +165,25 @@ def add_export_flag(group, ask: str) -> None:
                             f"python -m albert.export; serve it or ask it with {ask})")
 
 
-def export_after_run(args, model, task: str, spm_model: str, dist) -> str | None:
+def export_after_run(spec, model, task: str, dist) -> str | None:
     """--export_dir at the end of a fine-tuner's run (rank 0; check_export_dir ran at its
     start): the model just trained (with --keep_best, the best one kept), or the fine-tuned
     model an evaluation-only run used, with the task card of that run. Returns the SavedModel's
     path (None: no --export_dir, or not rank 0)."""
-    if not args.export_dir or not dist.is_chief:
+    out = spec.outputs
+    if not out.export_dir or not dist.is_chief:
         return None
     from albert.run_spec import read_task_card
 
-    card = read_task_card(args.checkpoint_dir if args.train_file
-                          else args.checkpoint_path or args.checkpoint_dir)
-    best = os.path.join(args.checkpoint_dir, "best")
-    if args.train_file and getattr(args, "keep_best", None) and os.path.isdir(best):
+    card = read_task_card(out.checkpoint_dir if spec.trains
+                          else spec.model.checkpoint_path or out.checkpoint_dir)
+    best = os.path.join(out.checkpoint_dir, "best")
+    if spec.trains and out.keep_best and os.path.isdir(best):
         from albert.convert import load_model
 
         model = load_model(type(model), best)
-        logger.info("exporting the best model (--keep_best %s): %s", args.keep_best, best)
-    path = export_saved_model(model, args.export_dir, task, spm_model=spm_model, card=card)
+        logger.info("exporting the best model (--keep_best %s): %s", out.keep_best, best)
+    path = export_saved_model(model, out.export_dir, task, spm_model=spec.vocabulary, card=card)
     print(f"SavedModel: {path}", flush=True)
     return path
 

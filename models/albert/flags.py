@@ -4,16 +4,17 @@ aws-samples/deep-learning-models where it has the flag, and the model config bui
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
+import functools
 import os
 import sys
 
 from albert.config import PRESETS, AlbertConfig
+from albert.errors import FlagError
 
-
-class FlagError(ValueError):
-    """A flag value that cannot work; the message names the flag."""
+# check_fits, check_vocabulary and _parse_override are re-exported for the serving tools and tests.
+from albert.run_spec import check_fits, check_vocabulary, model_config  # noqa: F401
+from albert.run_spec import parse_override as _parse_override  # noqa: F401
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -195,6 +196,59 @@ def resolve_paths(args) -> None:
         args.overwrite_checkpoint_dir = True
 
 
+def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | None = None,
+                 options: dict | None = None):
+    """The run spec (albert.run_spec.RunSpec) of a runner's parsed flags: the one place where
+    flags become the objects the library takes. Pure: reads no file but the vocabulary's bytes
+    for its checksum (later, when recorded). `features`, `data`, `options`: the task's settings,
+    files by role, and knobs that do not define the run, from the runner's own flags."""
+    from albert.run_spec import Batching, Execution, ModelSource, Optimization, Outputs, RunSpec
+
+    get = functools.partial(getattr, args)
+    load_from = "pretrained" if args.load_from == "huggingface" else args.load_from
+    return RunSpec(
+        task=task,
+        model=ModelSource(load_from=load_from, checkpoint_path=args.checkpoint_path,
+                          load_optimizer_state=bool(args.load_optimizer_state),
+                          model_size=args.model_size, model_config=args.model_config,
+                          config_override=tuple(args.config_override or ()),
+                          vocab_size=args.vocab_size),
+        vocabulary=args.spm_model,
+        features=dict(features or {}),
+        data=dict(data or {}),
+        total_steps=args.total_steps,
+        num_train_epochs=get("num_train_epochs", None),
+        optimization=Optimization(
+            optimizer=args.optimizer, bias_correction=args.bias_correction == "on",
+            learning_rate=args.learning_rate, end_learning_rate=args.end_learning_rate,
+            lr_decay=args.lr_decay, decay_power=args.decay_power,
+            warmup_steps=args.warmup_steps,
+            warmup_proportion=get("warmup_proportion", None) if args.warmup_steps is None
+            else None,
+            weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm),
+        batching=Batching(per_gpu_batch_size=args.per_gpu_batch_size,
+                          global_batch_size=args.global_batch_size,
+                          gradient_accumulation_steps=args.gradient_accumulation_steps,
+                          default_micro_batch=args.default_micro_batch,
+                          memory_budget_gb=args.memory_budget_gb, recompute=args.recompute),
+        execution=Execution(precision=args.precision, fp16_allreduce=bool(args.fp16_allreduce),
+                            xla="off" if args.skip_xla else args.xla, eager=bool(args.eager),
+                            seed=args.seed),
+        outputs=Outputs(checkpoint_dir=args.checkpoint_dir,
+                        overwrite_checkpoint_dir=bool(args.overwrite_checkpoint_dir),
+                        keep_checkpoints=args.keep_checkpoints,
+                        checkpoint_frequency=args.checkpoint_frequency, log_dir=args.log_dir,
+                        log_frequency=args.log_frequency, progress=not args.no_progress,
+                        output_dir=get("output_dir", None), cache_dir=get("cache_dir", None),
+                        export_dir=get("export_dir", None),
+                        eval_frequency=get("eval_frequency", 0) or 0,
+                        keep_best=get("keep_best", None)),
+        plan_only=bool(args.plan_only),
+        plan_ranks=args.plan_ranks,
+        options=dict(options or {}),
+    )
+
+
 def _micro_batch(text: str):
     """--per_gpu_batch_size: a positive integer or 'auto'."""
     if text == "auto":
@@ -206,87 +260,10 @@ def _micro_batch(text: str):
                                          f"{text!r}") from None
 
 
-def _parse_override(item: str):
-    if "=" not in item:
-        raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
-    key, raw = item.split("=", 1)
-    key, raw = key.strip(), raw.strip()
-    # config.json's spellings (true, false, null) mean what they mean there: as text, "false"
-    # would be a truthy string. Other text that is no Python literal stays a string, which the
-    # field check refuses wherever a number or a boolean belongs.
-    words = {"true": True, "false": False, "null": None}
-    if raw.lower() in words:
-        value = words[raw.lower()]
-    else:
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            value = raw
-    from albert.config import check_field
-
-    try:
-        value = check_field(key, value)
-    except ValueError as e:
-        raise FlagError(f"--config_override {key}={raw}: {e}") from None
-    return key, value
-
-
 def model_config_from_flags(args) -> AlbertConfig:
     """--model_config or --model_size, then --spm_model/--vocab_size and --config_override."""
-    if args.model_config:
-        config = AlbertConfig.from_json_file(args.model_config)
-        data = config.to_dict()
-    else:
-        if args.model_size not in PRESETS:
-            raise FlagError(f"--model_size {args.model_size!r} is unknown; expected one of "
-                            f"{sorted(PRESETS)}")
-        data = AlbertConfig.from_preset(args.model_size).to_dict()
-    if args.spm_model:
-        from albert.tokenization import load_spm
-
-        data["vocab_size"] = load_spm(args.spm_model).GetPieceSize()
-    if args.vocab_size:
-        data["vocab_size"] = args.vocab_size
-    fields = set(AlbertConfig.__dataclass_fields__)
-    for item in args.config_override:
-        key, value = _parse_override(item)
-        if key not in fields:
-            raise FlagError(f"--config_override: {key!r} is not an AlbertConfig field")
-        data[key] = value
-    try:
-        return AlbertConfig.from_dict(data)
-    except (TypeError, ValueError) as e:
-        raise FlagError(f"invalid model configuration: {e}") from None
-
-
-def model_from_flags(cls, args, max_seq_length: int):
-    """The model a run starts from: a released model directory (--load_from pretrained, Hugging
-    Face or Google) or a new one built from --model_size/--model_config and overrides; checked
-    against max_seq_length."""
-    if args.load_from in ("pretrained", "huggingface"):
-        if not args.checkpoint_path:
-            raise FlagError(f"--load_from {args.load_from} needs --checkpoint_path (a local "
-                            "model directory)")
-        model = cls.from_pretrained(args.checkpoint_path)
-    else:
-        model = cls(model_config_from_flags(args)).build_for_config()
-    check_fits(model.config, max_seq_length)
-    return model
-
-
-def check_fits(config, max_seq_length: int) -> None:
-    """The one check that --max_seq_length fits the model's positions."""
-    if max_seq_length > config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({config.max_position_embeddings})")
-
-
-def check_vocabulary(config, pieces: int, spm_model: str) -> None:
-    """The one check that a vocabulary's size is the model's (else its ids mean other tokens)."""
-    if pieces != config.vocab_size:
-        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
-                        f"vocab_size is {config.vocab_size}: pass the --spm_model it was "
-                        "trained with")
+    spec = resolve_spec(args, "model")
+    return model_config(spec.model, spec.vocabulary)
 
 
 def plan_ranks(args) -> int:
@@ -342,36 +319,13 @@ def tokenizer_path(args) -> str:
 
 
 def xla_plan_from_flags(args, dist, recorded: dict | None = None):
-    """--xla/--skip_xla/--eager -> xla_plan.XlaPlan (which step functions XLA compiles);
-    `recorded` is the plan of the run being resumed (see xla_plan.choose_xla)."""
-    from albert.xla_plan import XlaPlan, choose_xla
+    """--xla/--skip_xla/--eager/--precision -> xla_plan.XlaPlan (for tools without a run spec:
+    scripts/benchmark.py)."""
+    from albert.run_spec import Execution
+    from albert.xla_plan import plan_for_run
 
-    if args.eager:
-        return XlaPlan(False, False, "--eager")
-    plan = choose_xla("off" if args.skip_xla else args.xla, args.precision, dist,
-                      recorded=recorded)
-    if recorded and (plan.gradient, plan.update) != (recorded["gradient"], recorded["update"]):
-        import logging
-
-        logging.getLogger("albert.flags").warning(
-            "this command changes the run's XLA plan: it started with gradient %s, update %s; "
-            "now %s", recorded["gradient"], recorded["update"], plan.describe())
-    return plan
-
-
-def batch_plan_from_flags(args, ranks: int):
-    """--per_gpu_batch_size / --global_batch_size / --gradient_accumulation_steps -> BatchPlan
-    (--per_gpu_batch_size auto is resolved first, by albert.memory.resolve_auto_batch)."""
-    from albert.plan import PlanError, resolve_batch_plan
-
-    if args.per_gpu_batch_size == "auto":
-        raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.memory) "
-                        "before the batch plan")
-    try:
-        return resolve_batch_plan(ranks, args.per_gpu_batch_size, args.global_batch_size,
-                                  args.gradient_accumulation_steps, args.default_micro_batch)
-    except PlanError as e:
-        raise FlagError(str(e)) from None
+    return plan_for_run(Execution(precision=args.precision, eager=bool(args.eager),
+                                  xla="off" if args.skip_xla else args.xla), dist, recorded)
 
 
 # (flag, smallest allowed value) for every count and frequency a runner may have; checked up front
@@ -421,19 +375,9 @@ def check_directories(args) -> None:
 
 
 def check_memory_flags(args) -> None:
-    budget = getattr(args, "memory_budget_gb", None)
-    if budget is not None and not 0 < budget < 1e6:  # also refuses nan and inf
-        raise FlagError(f"--memory_budget_gb must be a size in GB above 0, got {budget}")
-    if getattr(args, "per_gpu_batch_size", None) == "auto":
-        if args.global_batch_size is None:
-            raise FlagError("--per_gpu_batch_size auto needs --global_batch_size (the sequences "
-                            "per update that the micro-batch and the accumulation must make)")
-        if args.global_batch_size < 1:
-            raise FlagError(f"--global_batch_size must be at least 1, got "
-                            f"{args.global_batch_size}")
-        if args.gradient_accumulation_steps is not None:
-            raise FlagError("--per_gpu_batch_size auto chooses the accumulation itself; drop "
-                            "--gradient_accumulation_steps")
+    from albert.memory import check_batching
+
+    check_batching(resolve_spec(args, "check").batching)
 
 
 @contextlib.contextmanager
@@ -443,10 +387,11 @@ def user_errors():
     from albert.checkpoints import CheckpointError as RunCheckpointError
     from albert.convert import CheckpointError
     from albert.data.reader import DataError
+    from albert.errors import AlbertError
 
     try:
         yield
-    except (FlagError, DataError, CheckpointError, RunCheckpointError, FileNotFoundError,
+    except (AlbertError, DataError, CheckpointError, RunCheckpointError, FileNotFoundError,
             PermissionError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
@@ -457,16 +402,67 @@ def user_errors():
         sys.exit(2)
 
 
+class _QuietImport:
+    """A meta-path finder that imports TensorFlow with the process's stderr (file descriptor 2)
+    pointed at /dev/null: its C++ start-up lines ("All log messages before
+    absl::InitializeLog()...", "oneDNN custom operations are on...", written before any log level
+    applies) are noise for this toolkit's users. A Python error of the import is still raised, and
+    shown once stderr is back."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "tensorflow":
+            return None
+        sys.meta_path.remove(self)  # once; and let the real finders find it
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            sys.stderr.flush()
+            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            try:
+                real(module)
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+                os.close(null)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def quiet_start(verbose: bool) -> None:
+    """What a command prints before its own first line: TensorFlow's and transformers' start-up
+    noise silenced, unless --verbose or the user set their variables themselves."""
+    if verbose or os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") not in ("1", "2", "3"):
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # "Token indices sequence length is longer than the specified maximum": windowing follows.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietImport)
+                                                   for f in sys.meta_path):
+        sys.meta_path.insert(0, _QuietImport())
+
+
 def run_main(parse_args, run, argv=None, prepare=None) -> int:
-    """A CLI's main(): logging set up as every tool logs, flags parsed, run(args) with the
-    user's errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
+    """A CLI's main(): start-up noise silenced (quiet_start; --verbose, which every command
+    takes, keeps it), logging set up as every tool logs, flags parsed, run(args) with the user's
+    errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
     prepare's checks need no TensorFlow, and their FlagError is answered before user_errors'
     imports pull it in, so a typo costs no wait."""
     import logging
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = "--verbose" in argv
+    argv = [a for a in argv if a != "--verbose"]
+    quiet_start(verbose)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         args = parse_args(argv)  # resolving paths there may refuse a combination of flags
     except FlagError as e:

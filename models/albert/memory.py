@@ -9,19 +9,13 @@ and hands rank 0's choice to every rank.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import logging
 import math
 import os
 
 from albert.config import AlbertConfig
-from albert.flags import (
-    FlagError,
-    batch_plan_from_flags,
-    check_fits,
-    check_memory_flags,
-    model_config_from_flags,
-)
+from albert.errors import FlagError
 from albert.plan import (
     GIB,
     SAFETY_MARGIN,
@@ -31,14 +25,18 @@ from albert.plan import (
     memory_plan,
     plan_fits,
 )
+from albert.run_spec import Batching, RunSpec, check_fits, model_config
+
+logger = logging.getLogger("albert.memory")
 
 
-def config_for_plan(args) -> tuple[AlbertConfig, str | None]:
+def config_for_plan(spec: RunSpec) -> tuple[AlbertConfig, str | None]:
     """The config of the model a run would train, read without building it (--plan_only), and a
     note when a file it names is not on this machine (a cluster's /fsx path planned from a
     laptop): then the plan assumes the preset's vocabulary, or the preset itself."""
-    path = args.checkpoint_path
-    if args.load_from in ("pretrained", "huggingface") and path:
+    source = spec.model
+    path = source.checkpoint_path
+    if source.pretrained and path:
         try:
             if os.path.isfile(os.path.join(path, "config.json")) or os.path.isfile(path):
                 return AlbertConfig.from_json_file(path), None
@@ -47,26 +45,27 @@ def config_for_plan(args) -> tuple[AlbertConfig, str | None]:
             if os.path.exists(path):
                 raise FlagError(f"--checkpoint_path {path} holds no model config (config.json "
                                 "or albert_config.json)") from None
-            flags = argparse.Namespace(**{**vars(args), "spm_model": None, "model_config": None})
-            config = model_config_from_flags(flags)
+            preset = dataclasses.replace(source, model_config=None)
+            config = model_config(preset, None)
             return config, (f"--checkpoint_path {path} has no model config on this machine: the "
-                            f"memory plan assumes --model_size {args.model_size} with "
+                            f"memory plan assumes --model_size {source.model_size} with "
                             f"{config.vocab_size} pieces")
-    if args.spm_model and not os.path.isfile(args.spm_model):
-        config = model_config_from_flags(argparse.Namespace(**{**vars(args), "spm_model": None}))
-        return config, (f"--spm_model {args.spm_model} is not on this machine: the memory plan "
+    if spec.vocabulary and not os.path.isfile(spec.vocabulary):
+        config = model_config(source, None)
+        return config, (f"--spm_model {spec.vocabulary} is not on this machine: the memory plan "
                         f"assumes a vocabulary of {config.vocab_size} pieces")
-    return model_config_from_flags(args), None
+    return model_config(source, spec.vocabulary), None
 
 
-def memory_plan_from_flags(args, config: AlbertConfig, plan, *, head: str, num_labels: int = 2,
-                           device: str = "gpu"):
-    """plan.MemoryPlan of one rank for this run's flags and batch plan."""
-    return memory_plan(config, args.max_seq_length, plan.micro_batch, precision=args.precision,
-                       recompute=args.recompute, ranks=plan.ranks,
-                       accumulation=plan.accumulation, fp16_allreduce=args.fp16_allreduce,
-                       max_predictions=getattr(args, "max_predictions_per_seq", 20), head=head,
-                       num_labels=num_labels, device=device)
+def memory_plan_of(spec: RunSpec, config: AlbertConfig, plan: BatchPlan, *, head: str,
+                   num_labels: int = 2, device: str = "gpu"):
+    """plan.MemoryPlan of one rank for this run and batch plan."""
+    return memory_plan(config, spec.features["max_seq_length"], plan.micro_batch,
+                       precision=spec.execution.precision, recompute=spec.batching.recompute,
+                       ranks=plan.ranks, accumulation=plan.accumulation,
+                       fp16_allreduce=spec.execution.fp16_allreduce,
+                       max_predictions=spec.features.get("max_predictions_per_seq", 20),
+                       head=head, num_labels=num_labels, device=device)
 
 
 def available_memory_bytes() -> int:
@@ -82,30 +81,47 @@ def available_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def resolve_auto_batch(args, ranks: int, config: AlbertConfig, *, head: str,
+def check_batching(batching: Batching) -> None:
+    """The batch and memory flags that cannot work, before anything is built."""
+    budget = batching.memory_budget_gb
+    if budget is not None and not 0 < budget < 1e6:  # also refuses nan and inf
+        raise FlagError(f"--memory_budget_gb must be a size in GB above 0, got {budget}")
+    if batching.auto:
+        if batching.global_batch_size is None:
+            raise FlagError("--per_gpu_batch_size auto needs --global_batch_size (the sequences "
+                            "per update that the micro-batch and the accumulation must make)")
+        if batching.global_batch_size < 1:
+            raise FlagError(f"--global_batch_size must be at least 1, got "
+                            f"{batching.global_batch_size}")
+        if batching.gradient_accumulation_steps is not None:
+            raise FlagError("--per_gpu_batch_size auto chooses the accumulation itself; drop "
+                            "--gradient_accumulation_steps")
+
+
+def resolve_auto_batch(spec: RunSpec, ranks: int, config: AlbertConfig, *, head: str,
                        num_labels: int = 2, device: str = "gpu", trial=None,
-                       ranks_here: int = 1) -> str:
+                       ranks_here: int = 1) -> tuple[Batching, str]:
     """--per_gpu_batch_size auto: choose the largest micro-batch that fits (a divisor of
-    --global_batch_size / ranks) and the accumulation that makes the global batch; write both
-    into args (so the run proceeds as if they had been given) and return the log line saying what
-    was chosen and why.
+    --global_batch_size / ranks) and the accumulation that makes the global batch. Returns the
+    spec's Batching with both decided, and the log line saying what was chosen and why.
 
     With --memory_budget_gb, or without `trial`, the memory plan decides against the budget
     (default: this machine's available memory shared by its `ranks_here` ranks). Otherwise
     trial(m) decides (micro_batch_trial: real compiled steps on the GPU). In a run, rank 0
     calls this through choose_auto_batch, which hands its choice to every rank."""
-    check_memory_flags(args)
-    total = args.global_batch_size
+    batching = spec.batching
+    check_batching(batching)
+    total = batching.global_batch_size
     per_rank = total // ranks if ranks else 0
 
     def planned(micro):
-        return memory_plan_from_flags(args, config, BatchPlan(ranks, micro, per_rank // micro),
-                                      head=head, num_labels=num_labels, device=device)
+        return memory_plan_of(spec, config, BatchPlan(ranks, micro, per_rank // micro),
+                              head=head, num_labels=num_labels, device=device)
 
-    use_plan = args.memory_budget_gb is not None or trial is None
+    use_plan = batching.memory_budget_gb is not None or trial is None
     if use_plan:
-        if args.memory_budget_gb is not None:
-            budget = args.memory_budget_gb * GIB
+        if batching.memory_budget_gb is not None:
+            budget = batching.memory_budget_gb * GIB
             source = "--memory_budget_gb"
         else:
             budget = available_memory_bytes() / ranks_here
@@ -130,14 +146,13 @@ def resolve_auto_batch(args, ranks: int, config: AlbertConfig, *, head: str,
         plan = largest_micro_batch(recorded, total, ranks, why=why_not)
     except PlanError as e:
         raise FlagError(str(e)) from None
-    args.per_gpu_batch_size, args.gradient_accumulation_steps = plan.micro_batch, plan.accumulation
     failed = min((m for m, ok in tried.items() if not ok), default=None)
     head_line = (f"--per_gpu_batch_size auto: micro-batch {plan.micro_batch} x accumulation "
                  f"{plan.accumulation} x {ranks} rank(s) = {total}, the largest divisor of "
                  f"{per_rank} sequences per rank")
     if use_plan:
         line = (f"{head_line} whose memory plan ({planned(plan.micro_batch).total / GIB:.2f} GB, "
-                f"recompute {args.recompute}) fits {keep}")
+                f"recompute {batching.recompute}) fits {keep}")
         if failed:
             line += f"; {failed} would plan {planned(failed).total / GIB:.2f} GB"
     else:
@@ -146,117 +161,92 @@ def resolve_auto_batch(args, ranks: int, config: AlbertConfig, *, head: str,
                 f"{SAFETY_MARGIN:.0%} margin) ran on this GPU")
         if failed:
             line += f"; {failed} ran out of memory"
-    return line
+    return batching.chosen(plan.micro_batch, plan.accumulation), line
 
 
-def choose_auto_batch(args, model, dist, *, loss: str, loss_fn, head: str, num_labels: int = 2,
-                      xla_gradient: bool, on_gpu: bool, recorded: dict | None = None) -> str | None:
+def choose_auto_batch(spec: RunSpec, model, dist, *, loss: str, loss_fn, head: str,
+                      num_labels: int = 2, xla_gradient: bool, on_gpu: bool,
+                      recorded: dict | None = None) -> tuple[Batching, str | None]:
     """--per_gpu_batch_size auto in a run: rank 0 decides (resolve_auto_batch; on a GPU without
     --memory_budget_gb by trial steps of `loss_fn` on `model`, compiled with XLA when the gradient
     is), every rank uses its choice, and a choice that cannot be made stops every rank with rank
-    0's reason. Returns rank 0's log line (None elsewhere).
+    0's reason. Returns the decided Batching and rank 0's log line (None elsewhere).
 
     `recorded`: the batch plan of the run this command resumes (run.json, read on rank 0). When
     it makes the same global batch over the same ranks it is kept, so a resumed run does not
     change its micro-batch (and with it its dropout keys and saved input positions) because the
     memory free this time differs."""
+    batching = spec.batching
     line = choice = None
     if dist.is_chief and recorded and recorded.get("ranks") == dist.size \
-            and recorded.get("global_batch") == args.global_batch_size:
+            and recorded.get("global_batch") == batching.global_batch_size:
         choice = (recorded["micro_batch"], recorded["accumulation"])
         line = (f"--per_gpu_batch_size auto: micro-batch {choice[0]} x accumulation {choice[1]} "
-                f"x {dist.size} rank(s) = {args.global_batch_size}, kept from the run this "
+                f"x {dist.size} rank(s) = {batching.global_batch_size}, kept from the run this "
                 "command resumes (its run.json), so its trajectory goes on unchanged")
-        if args.memory_budget_gb is not None:
-            need = memory_plan_from_flags(args, model.config, BatchPlan(dist.size, *choice),
-                                          head=head, num_labels=num_labels,
-                                          device="gpu" if on_gpu else "cpu").total
-            budget = args.memory_budget_gb * GIB * (1 - SAFETY_MARGIN)
+        if batching.memory_budget_gb is not None:
+            need = memory_plan_of(spec, model.config, BatchPlan(dist.size, *choice),
+                                  head=head, num_labels=num_labels,
+                                  device="gpu" if on_gpu else "cpu").total
+            budget = batching.memory_budget_gb * GIB * (1 - SAFETY_MARGIN)
             if need > budget:
                 # Kept all the same: a new micro-batch would change the trajectory and the saved
                 # input positions; the user decides whether that is worth it.
                 line += (f"; but its memory plan ({need / GIB:.2f} GB) exceeds "
                          f"{1 - SAFETY_MARGIN:.0%} of --memory_budget_gb "
-                         f"{args.memory_budget_gb:g}: to choose again under this budget, use a "
-                         "new --checkpoint_dir or --overwrite_checkpoint_dir")
+                         f"{batching.memory_budget_gb:g}: to choose again under this budget, use "
+                         "a new --checkpoint_dir or --overwrite_checkpoint_dir")
     elif dist.is_chief:
         trial = None
-        if on_gpu and args.memory_budget_gb is None:
+        if on_gpu and batching.memory_budget_gb is None:
             # What the run holds beside a micro-batch's gradient and is not created yet: the
             # optimizer's slots, the accumulated gradients and the allreduce buffers.
-            later = memory_plan_from_flags(args, model.config, BatchPlan(dist.size, 1, 2),
-                                           head=head, num_labels=num_labels)
+            later = memory_plan_of(spec, model.config, BatchPlan(dist.size, 1, 2), head=head,
+                                   num_labels=num_labels)
             reserve = later.optimizer + later.allreduce + later.gradients // 2
-            seq, vocab = args.max_seq_length, model.config.vocab_size
-            preds = getattr(args, "max_predictions_per_seq", 20)
+            seq, vocab = spec.features["max_seq_length"], model.config.vocab_size
+            preds = spec.features.get("max_predictions_per_seq", 20)
             trial = micro_batch_trial(
                 model, loss_fn, lambda n: synthetic_batch(loss, n, seq, vocab, preds),
                 jit=xla_gradient, reserve_bytes=reserve)
         try:
-            line = resolve_auto_batch(args, dist.size, model.config, head=head,
-                                      num_labels=num_labels, device="gpu" if on_gpu else "cpu",
-                                      trial=trial, ranks_here=dist.local_size)
-            choice = (args.per_gpu_batch_size, args.gradient_accumulation_steps)
+            decided, line = resolve_auto_batch(spec, dist.size, model.config, head=head,
+                                               num_labels=num_labels,
+                                               device="gpu" if on_gpu else "cpu", trial=trial,
+                                               ranks_here=dist.local_size)
+            choice = (decided.per_gpu_batch_size, decided.gradient_accumulation_steps)
         except FlagError as e:
             choice = str(e)
     choice = dist.allgather_object(choice)[0]
     if isinstance(choice, str):
         raise FlagError(choice)
-    args.per_gpu_batch_size, args.gradient_accumulation_steps = choice
-    return line
+    return batching.chosen(*choice), line
 
 
-def prepare_memory(args, model, dist, *, loss: str, loss_fn, head: str,
-                   num_labels: int = 2) -> None:
-    """What a fine-tuning runner does before albert.finetune.fine_tune: set --recompute on the
-    model, resolve --per_gpu_batch_size auto (see choose_auto_batch), and log the choice, and
-    the memory plan for the batch plan fine_tune will use (rank 0)."""
-    import tensorflow as tf
-
-    from albert.modeling import set_recompute
-
-    set_recompute(model, args.recompute)
-    on_gpu = bool(tf.config.list_physical_devices("GPU"))
-    line = None
-    if args.per_gpu_batch_size == "auto":
-        from albert.checkpoints import read_run_record
-
-        xla_gradient = not (args.eager or args.skip_xla or args.xla == "off")
-        recorded = None
-        if dist.is_chief and not args.overwrite_checkpoint_dir:
-            recorded = (read_run_record(args.checkpoint_dir) or {}).get("batch_plan")
-        line = choose_auto_batch(args, model, dist, loss=loss, loss_fn=loss_fn, head=head,
-                                 num_labels=num_labels, xla_gradient=xla_gradient, on_gpu=on_gpu,
-                                 recorded=recorded)
-    plan = batch_plan_from_flags(args, dist.size)
-    memory = memory_plan_from_flags(args, model.config, plan, head=head, num_labels=num_labels,
-                                    device="gpu" if on_gpu else "cpu")
-    if dist.is_chief:
-        log = logging.getLogger("albert.finetune")
-        if line:
-            log.info("%s", line)
-        log.info("%s", memory.describe())
-
-
-def plan_only_lines(args, ranks: int, *, head: str, num_labels: int = 2,
-                    total_steps: int | None = None) -> list[str]:
+def plan_only_lines(spec: RunSpec, ranks: int, *, head: str, num_labels: int = 2) -> list[str]:
     """--plan_only: the batch plan and the memory plan per GPU (and, for --per_gpu_batch_size
     auto, which the memory plan decides against --memory_budget_gb, why)."""
-    config, note = config_for_plan(args)
-    check_fits(config, args.max_seq_length)
+    config, note = config_for_plan(spec)
+    seq = spec.features["max_seq_length"]
+    check_fits(config, seq)
     lines = [note] if note else []
-    if args.per_gpu_batch_size == "auto":
-        if args.memory_budget_gb is None:
+    batching = spec.batching
+    check_batching(batching)
+    if batching.auto:
+        if batching.memory_budget_gb is None:
             raise FlagError("--per_gpu_batch_size auto with --plan_only decides from the memory "
                             "plan: give --memory_budget_gb (the memory of one GPU)")
-        lines.append(resolve_auto_batch(args, ranks, config, head=head, num_labels=num_labels))
-    plan = batch_plan_from_flags(args, ranks)
-    lines.append(plan.describe(args.max_seq_length, total_steps))
-    memory = memory_plan_from_flags(args, config, plan, head=head, num_labels=num_labels)
+        batching, line = resolve_auto_batch(spec, ranks, config, head=head,
+                                            num_labels=num_labels)
+        lines.append(line)
+    plan = batching.plan(ranks)
+    lines.append(plan.describe(seq, spec.total_steps))
+    memory = memory_plan_of(spec, config, plan, head=head, num_labels=num_labels)
     lines.append(memory.describe())
-    if args.memory_budget_gb is not None and not plan_fits(memory, args.memory_budget_gb * GIB):
+    if batching.memory_budget_gb is not None and \
+            not plan_fits(memory, batching.memory_budget_gb * GIB):
         lines.append(f"warning: this plan does not fit {1 - SAFETY_MARGIN:.0%} of "
-                     f"--memory_budget_gb {args.memory_budget_gb:g}; try --per_gpu_batch_size "
+                     f"--memory_budget_gb {batching.memory_budget_gb:g}; try --per_gpu_batch_size "
                      "auto or --recompute layers")
     return lines
 

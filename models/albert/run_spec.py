@@ -13,15 +13,21 @@ to the learning-rate schedule).
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import hashlib
 import logging
 import os
 import sys
+from dataclasses import dataclass, field
 
 logger = logging.getLogger("albert.run_spec")
 
 # Spec entries a resume may change; everything else must match the recorded run.
 MAY_CHANGE = frozenset({"total_steps"})
+# Entries added to the spec since runs were first recorded: a record without one ran as this
+# value (SQuAD windows were always padded to --max_seq_length before --padding).
+LEGACY_VALUES = {"features.padding": "max"}
 
 
 def file_sha256(path: str, _cache: dict = {}) -> str:  # noqa: B006 - a per-process memo
@@ -42,44 +48,264 @@ def data_files(paths) -> list[str]:
     return [f"{os.path.realpath(p)} ({os.path.getsize(p)} bytes)" for p in sorted(paths)]
 
 
-def started_from(args) -> dict:
-    """What a run starts from, as recorded in its checkpoint directory's run record (the model
-    config is checked separately, against the directory's config.json)."""
-    path = args.checkpoint_path
-    return {"load_from": "pretrained" if args.load_from == "huggingface" else args.load_from,
-            "checkpoint_path": os.path.realpath(path) if path else None,
-            "load_optimizer_state": bool(args.load_optimizer_state)}
+# -- the typed spec -------------------------------------------------------------------------------
+# Resolved once from the flags (albert.flags.resolve_spec, the one place that reads them), on
+# rank 0, and handed to every rank (albert.run); every module below the command-line tools takes
+# these objects, never the flags.
+
+@dataclass(frozen=True)
+class ModelSource:
+    """What the model starts from. load_from: scratch (a config from model_size / model_config
+    and config_override), pretrained (a released model directory at checkpoint_path) or
+    checkpoint (one of our runs' checkpoints: a prefix, or a directory's latest)."""
+    load_from: str = "scratch"
+    checkpoint_path: str | None = None
+    load_optimizer_state: bool = False
+    model_size: str = "base"
+    model_config: str | None = None
+    config_override: tuple[str, ...] = ()
+    vocab_size: int | None = None
+
+    @property
+    def pretrained(self) -> bool:
+        return self.load_from == "pretrained"
+
+    def started_from(self) -> dict:
+        """As the run record holds it (the model config is checked apart, against config.json)."""
+        path = self.checkpoint_path
+        return {"load_from": self.load_from,
+                "checkpoint_path": os.path.realpath(path) if path else None,
+                "load_optimizer_state": self.load_optimizer_state}
 
 
-def run_spec(args, *, task: str, config, global_batch: int, total_steps: int,
-             data: list[str], vocab: str | None, features: dict, labels=None) -> dict:
-    """The run's identity as a flat, JSON-ready dict (see the module docstring). Warmup is
-    recorded as given (--warmup_steps, or --warmup_proportion of the total), so raising
-    --total_steps does not read as another warmup."""
-    warmup_steps = getattr(args, "warmup_steps", None)
+@dataclass(frozen=True)
+class Optimization:
+    """The optimizer and its learning-rate schedule. warmup_steps None: warmup_proportion of the
+    updates."""
+    optimizer: str = "adamw"
+    bias_correction: bool = True
+    learning_rate: float = 2e-5
+    end_learning_rate: float = 0.0
+    lr_decay: str = "from_warmup"
+    decay_power: float = 1.0
+    warmup_steps: int | None = 0
+    warmup_proportion: float | None = None
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+
+    def warmup(self, total_steps: int) -> int:
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return int((self.warmup_proportion or 0.0) * total_steps)
+
+    def schedule(self, total_steps: int):
+        """step -> learning rate (optimization.learning_rate_at with this spec's values)."""
+        from albert.optimization import learning_rate_at
+
+        warmup = self.warmup(total_steps)
+
+        def at(step):
+            return learning_rate_at(step, self.learning_rate, warmup, total_steps,
+                                    self.end_learning_rate, self.decay_power, self.lr_decay)
+        return at
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How the global batch is asked for (albert.plan resolves it for a rank count), and what
+    decides the memory (recompute, the budget for a micro-batch of "auto")."""
+    per_gpu_batch_size: int | str | None = None
+    global_batch_size: int | None = None
+    gradient_accumulation_steps: int | None = None
+    default_micro_batch: int = 32
+    memory_budget_gb: float | None = None
+    recompute: str = "none"
+
+    @property
+    def auto(self) -> bool:
+        return self.per_gpu_batch_size == "auto"
+
+    def plan(self, ranks: int):
+        """The BatchPlan for `ranks` processes (FlagError naming the flags that disagree)."""
+        from albert.errors import FlagError
+        from albert.plan import PlanError, resolve_batch_plan
+
+        if self.auto:
+            raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.memory) "
+                            "before the batch plan")
+        try:
+            return resolve_batch_plan(ranks, self.per_gpu_batch_size, self.global_batch_size,
+                                      self.gradient_accumulation_steps, self.default_micro_batch)
+        except PlanError as e:
+            raise FlagError(str(e)) from None
+
+    def chosen(self, micro_batch: int, accumulation: int) -> Batching:
+        """This request with --per_gpu_batch_size auto decided."""
+        return dataclasses.replace(self, per_gpu_batch_size=micro_batch,
+                                   gradient_accumulation_steps=accumulation)
+
+
+@dataclass(frozen=True)
+class Execution:
+    precision: str = "fp32"
+    fp16_allreduce: bool = False
+    xla: str = "auto"  # auto | on | off (--skip_xla is off)
+    eager: bool = False
+    seed: int = 42
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run keeps its state and results, and how often."""
+    checkpoint_dir: str = "runs/checkpoints"
+    overwrite_checkpoint_dir: bool = False
+    keep_checkpoints: int = 5
+    checkpoint_frequency: int = 1000
+    log_dir: str | None = None
+    log_frequency: int = 10
+    progress: bool = True
+    output_dir: str | None = None
+    cache_dir: str | None = None
+    export_dir: str | None = None
+    eval_frequency: int = 0
+    keep_best: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run, whole: the task and its feature settings, data, vocabulary, model, optimizer and
+    schedule, batching, execution and outputs. `features` holds the task's settings (windows,
+    labels in id order, columns), `data` its files by role ({"train": [...], "eval": ...})."""
+    task: str
+    model: ModelSource = field(default_factory=ModelSource)
+    vocabulary: str | None = None
+    features: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+    total_steps: int | None = None
+    num_train_epochs: float | None = None
+    optimization: Optimization = field(default_factory=Optimization)
+    batching: Batching = field(default_factory=Batching)
+    execution: Execution = field(default_factory=Execution)
+    outputs: Outputs = field(default_factory=Outputs)
+    plan_only: bool = False
+    plan_ranks: int | None = None
+    options: dict = field(default_factory=dict)  # the task's own knobs that do not define the run
+
+    @property
+    def trains(self) -> bool:
+        return bool(self.data.get("train"))
+
+    def replace(self, **changes) -> RunSpec:
+        return dataclasses.replace(self, **changes)
+
+
+def parse_override(item: str):
+    """--config_override KEY=VALUE -> (key, checked value)."""
+    from albert.config import check_field
+    from albert.errors import FlagError
+
+    if "=" not in item:
+        raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
+    key, raw = item.split("=", 1)
+    key, raw = key.strip(), raw.strip()
+    # config.json's spellings (true, false, null) mean what they mean there: as text, "false"
+    # would be a truthy string. Other text that is no Python literal stays a string, which the
+    # field check refuses wherever a number or a boolean belongs.
+    words = {"true": True, "false": False, "null": None}
+    if raw.lower() in words:
+        value = words[raw.lower()]
+    else:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            value = raw
+    try:
+        value = check_field(key, value)
+    except ValueError as e:
+        raise FlagError(f"--config_override {key}={raw}: {e}") from None
+    return key, value
+
+
+def model_config(source: ModelSource, vocabulary: str | None):
+    """The config a new model gets: --model_config or --model_size, then the vocabulary's size
+    (or --vocab_size) and --config_override."""
+    from albert.config import PRESETS, AlbertConfig
+    from albert.errors import FlagError
+
+    if source.model_config:
+        data = AlbertConfig.from_json_file(source.model_config).to_dict()
+    else:
+        if source.model_size not in PRESETS:
+            raise FlagError(f"--model_size {source.model_size!r} is unknown; expected one of "
+                            f"{sorted(PRESETS)}")
+        data = AlbertConfig.from_preset(source.model_size).to_dict()
+    if vocabulary:
+        from albert.tokenization import load_spm
+
+        data["vocab_size"] = load_spm(vocabulary).GetPieceSize()
+    if source.vocab_size:
+        data["vocab_size"] = source.vocab_size
+    fields = set(AlbertConfig.__dataclass_fields__)
+    for item in source.config_override:
+        key, value = parse_override(item)
+        if key not in fields:
+            raise FlagError(f"--config_override: {key!r} is not an AlbertConfig field")
+        data[key] = value
+    try:
+        return AlbertConfig.from_dict(data)
+    except (TypeError, ValueError) as e:
+        raise FlagError(f"invalid model configuration: {e}") from None
+
+
+def check_fits(config, max_seq_length: int) -> None:
+    """The one check that --max_seq_length fits the model's positions."""
+    from albert.errors import FlagError
+
+    if max_seq_length > config.max_position_embeddings:
+        raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
+                        f"max_position_embeddings ({config.max_position_embeddings})")
+
+
+def check_vocabulary(config, pieces: int, spm_model: str) -> None:
+    """The one check that a vocabulary's size is the model's (else its ids mean other tokens)."""
+    from albert.errors import FlagError
+
+    if pieces != config.vocab_size:
+        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
+                        f"vocab_size is {config.vocab_size}: pass the --spm_model it was "
+                        "trained with")
+
+
+def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int, data: list[str],
+             labels=None) -> dict:
+    """The run's identity as a flat, JSON-ready dict (see the module docstring): what run.json
+    records and a resume compares. Warmup is recorded as given (--warmup_steps, or
+    --warmup_proportion of the total), so raising --total_steps does not read as another
+    warmup."""
+    o, m = spec.optimization, spec.model
+    features = {k: v for k, v in spec.features.items() if k != "labels"}
     return {
-        "task": task,
-        "started_from": started_from(args),
+        "task": spec.task,
+        "started_from": m.started_from(),
         "model_config": config.to_dict(),
         "data": data,
-        "vocabulary_sha256": file_sha256(vocab) if vocab else None,
-        "features": dict(features),
+        "vocabulary_sha256": file_sha256(spec.vocabulary) if spec.vocabulary else None,
+        "features": features,
         "labels": list(labels) if labels is not None else None,
-        "seed": args.seed,
-        "optimizer": args.optimizer,
-        "bias_correction": args.bias_correction == "on",
-        "learning_rate": args.learning_rate,
-        "end_learning_rate": args.end_learning_rate,
-        "lr_decay": args.lr_decay,
-        "decay_power": args.decay_power,
-        "warmup_steps": warmup_steps,
-        "warmup_proportion": getattr(args, "warmup_proportion", None)
-        if warmup_steps is None else None,
-        "weight_decay": args.weight_decay,
-        "max_grad_norm": args.max_grad_norm,
+        "seed": spec.execution.seed,
+        "optimizer": o.optimizer,
+        "bias_correction": o.bias_correction,
+        "learning_rate": o.learning_rate,
+        "end_learning_rate": o.end_learning_rate,
+        "lr_decay": o.lr_decay,
+        "decay_power": o.decay_power,
+        "warmup_steps": o.warmup_steps,
+        "warmup_proportion": o.warmup_proportion if o.warmup_steps is None else None,
+        "weight_decay": o.weight_decay,
+        "max_grad_norm": o.max_grad_norm,
         "global_batch": global_batch,
-        "precision": args.precision,
-        "fp16_allreduce": bool(args.fp16_allreduce),
+        "precision": spec.execution.precision,
+        "fp16_allreduce": spec.execution.fp16_allreduce,
         "total_steps": total_steps,
     }
 
@@ -107,17 +333,17 @@ def _show(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def differences(before: dict, now: dict) -> list[str]:
+def differences(before: dict, now: dict, _at: str = "") -> list[str]:
     """One 'key: recorded X, now Y' per entry that differs (nested dicts by their own keys)."""
     out = []
     for key in sorted(set(before) | set(now)):
         if key in MAY_CHANGE:
             continue
-        a, b = before.get(key), now.get(key)
+        a, b = before.get(key, LEGACY_VALUES.get(_at + key)), now.get(key)
         if a == b:
             continue
         if isinstance(a, dict) and isinstance(b, dict):
-            out += [f"{key}.{d}" for d in differences(a, b)]
+            out += [f"{key}.{d}" for d in differences(a, b, f"{_at}{key}.")]
         else:
             out.append(f"{key}: recorded {_show(a)}, now {_show(b)}")
     return out

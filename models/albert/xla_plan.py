@@ -95,3 +95,18 @@ def _probe(precision: str) -> XlaPlan:
     return XlaPlan(xla > onednn, True,
                    f"auto: CPU {dtype.name} matmul {xla / 1e9:.0f} GFLOP/s under XLA, "
                    f"{onednn / 1e9:.0f} GFLOP/s by TensorFlow's kernels")
+
+
+def plan_for_run(execution, dist, recorded: dict | None = None) -> XlaPlan:
+    """The plan of a run (execution: run_spec.Execution); `recorded`: the plan of the run being
+    resumed, which an auto plan keeps (a changed one is logged)."""
+    if execution.eager:
+        return XlaPlan(False, False, "--eager")
+    plan = choose_xla(execution.xla, execution.precision, dist, recorded=recorded)
+    if recorded and (plan.gradient, plan.update) != (recorded["gradient"], recorded["update"]):
+        import logging
+
+        logging.getLogger("albert.xla_plan").warning(
+            "this command changes the run's XLA plan: it started with gradient %s, update %s; "
+            "now %s", recorded["gradient"], recorded["update"], plan.describe())
+    return plan

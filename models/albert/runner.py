@@ -1,0 +1,353 @@
+"""One run of a task, the same for every task: build -> start or resume -> train (evaluating every
+--eval_frequency updates) -> evaluate -> export -> a closing summary.
+
+The runner modules resolve their flags into a RunSpec (albert.flags.resolve_spec) and a Task
+(albert.tasks); `run(task)` does the rest. Rank 0's spec is every rank's, and a refusal decided on
+rank 0 (a run directory in use, a run that differs from the recorded one) stops every rank with
+its message instead of leaving the others waiting at the next collective.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+
+from albert.errors import FlagError
+from albert.run_spec import RunSpec, check_fits, model_config
+
+logger = logging.getLogger("albert.runner")
+
+# The metrics each task's evaluation may report (some only for some data: f1 of a classifier for
+# two labels, exact_match for SQuAD v1.1, HasAns_/NoAns_/best_ for v2.0); higher is better for
+# all of them but LOWER_IS_BETTER.
+LOWER_IS_BETTER = ("loss",)
+
+
+def run(task) -> int:
+    """Run `task` (its spec in task.spec) to the end; 0 when it finished or stopped cleanly."""
+    import keras
+
+    from albert import distributed
+    from albert.precision import set_precision
+    from albert.run_logging import MetricsLogger
+
+    started = time.time()
+    task.check()
+    dist = distributed.init()
+    spec = task.spec = distributed.on_chief(dist, lambda: task.spec)
+    set_precision(spec.execution.precision)
+    # Rank 0's initial weights are broadcast to every rank; dropout masks are keyed by rank.
+    keras.utils.set_random_seed(spec.execution.seed)
+    tokenizer = None
+    if task.needs_tokenizer:
+        from albert.tokenization import load_tokenizer
+
+        tokenizer = load_tokenizer(spec.vocabulary)
+    task.setup(dist, tokenizer)
+    spec = task.spec  # with what the data settled (the SQuAD version of the files)
+    model = build_model(task) if spec.trains else task.fine_tuned_model(dist)
+    check_fits(model.config, spec.features["max_seq_length"])
+    if tokenizer is not None:
+        from albert.run_spec import check_vocabulary
+
+        check_vocabulary(model.config, len(tokenizer), spec.vocabulary)
+    task.check_model(model, dist)
+
+    metrics = MetricsLogger(spec.outputs.log_dir, dist)
+    try:
+        status, step, xla, evaluations = None, 0, None, None
+        if spec.trains:
+            status, step, xla, evaluations = train(task, model, dist, metrics)
+            if status == "stopped":
+                if dist.is_chief:
+                    print(f"stopped at step {step}; checkpoint in "
+                          f"{spec.outputs.checkpoint_dir}; run the same command to resume",
+                          flush=True)
+                return 0
+        if xla is None:
+            xla = xla_plan(spec, dist)
+        if evaluations is None:
+            evaluations = [Tracked(e) for e in task.evaluations(model, None, dist)]
+        final = {}
+        if status != "finished" or task.rescore_finished:
+            for evaluation in evaluations:
+                scores = evaluation.final(xla.gradient, step)
+                if scores:
+                    final[evaluation.prefix] = scores
+                    if evaluation.logged_at != step:
+                        metrics.log(evaluation.prefix, step, scores)
+        if spec.trains and status != "finished":
+            keep_best(spec, model, final.get("eval"), step, dist)
+        task.after_evaluation(model, xla.gradient, dist)
+        exported = export(task, model, dist)
+    finally:
+        metrics.close()
+    if dist.is_chief:
+        print(summary(task, status, step, time.time() - started, final, exported), flush=True)
+    dist.barrier()
+    return 0
+
+
+class Tracked:
+    """An Evaluation with its last result kept: the end of the run scores the final model once,
+    not again when the last periodic evaluation already did at that step."""
+
+    def __init__(self, evaluation):
+        self.prefix, self.frequency = evaluation.prefix, evaluation.frequency
+        self.evaluation = evaluation
+        self.step, self.scores, self.logged_at = None, None, None
+
+    def __call__(self, xla: bool, step: int):
+        self.step, self.scores = step, self.evaluation.run(xla, step)
+        return self.scores
+
+    def final(self, xla: bool, step: int):
+        if self.step != step:
+            self(xla, step)
+        return self.scores
+
+
+def build_model(task):
+    """The model a training run starts from: a released model directory (--load_from
+    pretrained, Hugging Face or Google) or a new one from the spec's config."""
+    spec, cls = task.spec, task.model_class()
+    if spec.model.pretrained:
+        if not spec.model.checkpoint_path:
+            raise FlagError("--load_from pretrained needs --checkpoint_path (a local model "
+                            "directory)")
+        return cls.from_pretrained(spec.model.checkpoint_path)
+    return cls(model_config(spec.model, spec.vocabulary)).build_for_config()
+
+
+def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
+    from albert.xla_plan import plan_for_run
+
+    return plan_for_run(spec.execution, dist, recorded)
+
+
+def train(task, model, dist, metrics):
+    """Train `model` (resuming the run in --checkpoint_dir when this command describes it).
+    Returns (status "done" | "stopped" | "finished", step, XLA plan, the tracked evaluations)."""
+    import tensorflow as tf
+
+    from albert import distributed
+    from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
+    from albert.loop import fit
+    from albert.memory import choose_auto_batch, memory_plan_of
+    from albert.modeling import set_recompute
+    from albert.optimization import make_optimizer
+    from albert.run_spec import environment, identity
+    from albert.trainer import Trainer
+
+    spec = task.spec
+    out, o = spec.outputs, spec.optimization
+    set_recompute(model, spec.batching.recompute)
+    on_gpu = bool(tf.config.list_physical_devices("GPU"))
+    previous = None
+    if not out.overwrite_checkpoint_dir:
+        previous = distributed.on_chief(dist, lambda: read_run_record(out.checkpoint_dir))
+    xla = xla_plan(spec, dist, recorded=(previous or {}).get("xla"))
+    auto_line = None
+    if spec.batching.auto:
+        batching, auto_line = choose_auto_batch(
+            spec, model, dist, loss=task.name, loss_fn=task.loss_fn, head=task.head,
+            num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu,
+            recorded=(previous or {}).get("batch_plan"))
+        spec = task.spec = spec.replace(batching=batching)
+    plan = spec.batching.plan(dist.size)
+    examples = task.training_examples()
+    if examples is not None and examples < dist.size * plan.micro_batch:
+        raise FlagError(f"{spec.data['train'][0]} gives {examples} {task.unit}: too few for "
+                        f"{dist.size} rank(s) x --per_gpu_batch_size {plan.micro_batch}")
+    total_steps = spec.total_steps or max(1, math.ceil(spec.num_train_epochs * examples
+                                                       / plan.global_batch))
+    seq = spec.features["max_seq_length"]
+    memory = memory_plan_of(spec, model.config, plan, head=task.head, num_labels=task.num_labels,
+                            device="gpu" if on_gpu else "cpu")
+    optimizer = make_optimizer(o.optimizer, model.trainable_variables, o.weight_decay,
+                               bias_correction=o.bias_correction)
+    trainer = Trainer(model, task.loss_fn, optimizer, o.schedule(total_steps), dist,
+                      metric_names=task.metric_names, accum_steps=plan.accumulation,
+                      precision=spec.execution.precision, xla=xla.update,
+                      xla_gradient=xla.gradient, eager=spec.execution.eager,
+                      max_grad_norm=o.max_grad_norm,
+                      fp16_allreduce=spec.execution.fp16_allreduce, seed=spec.execution.seed)
+    checkpoints = CheckpointHandler(out.checkpoint_dir, trainer.trackables(), dist,
+                                    keep=out.keep_checkpoints, config=model.config)
+    labels = task.labels()
+    record = identity(spec, config=model.config, global_batch=plan.global_batch,
+                      total_steps=total_steps, data=task.data_files(), labels=labels)
+    # A pretraining checkpoint holds the same backbone (model/albert/...); a task head keeps its
+    # fresh initialisation.
+    how = start_state(trainer, checkpoints, load_from=spec.model.load_from,
+                      checkpoint_path=spec.model.checkpoint_path,
+                      load_optimizer_state=spec.model.load_optimizer_state,
+                      overwrite=out.overwrite_checkpoint_dir,
+                      record={"started_from": spec.model.started_from(), "xla": xla._asdict(),
+                              "batch_plan": plan.as_dict(), "total_steps": total_steps,
+                              "spec": record, **environment(), "task": task.name,
+                              "labels": list(labels) if labels else None, "finished": False})
+    step = int(trainer.step)
+    if dist.is_chief:
+        params = sum(int(tf.size(v)) for v in model.weights)
+        logger.info("ALBERT %s: %.2fM parameters, precision %s, %s",
+                    spec.model.model_config or spec.model.model_size
+                    if not spec.model.pretrained else spec.model.checkpoint_path,
+                    params / 1e6, spec.execution.precision, xla.describe())
+        if auto_line:
+            logger.info("%s", auto_line)
+        if examples is not None:
+            logger.info("%s: %d %s, %d steps, warmup %d", task.name, examples, task.unit,
+                        total_steps, o.warmup(total_steps))
+        logger.info("%s", plan.describe(seq, total_steps))
+        logger.info("%s", memory.describe())
+    evaluations = [Tracked(e) for e in task.evaluations(model, trainer, dist)]
+    if how == "resumed" and step >= total_steps:
+        final_dir = os.path.join(out.checkpoint_dir, "final")
+        if dist.is_chief:
+            if not os.path.isdir(final_dir):
+                save_final(task, model, record)
+            print(f"this run already finished: {step} of --total_steps {total_steps} updates in "
+                  f"{out.checkpoint_dir}; nothing to train (Hugging Face export in {final_dir}). "
+                  "Raise --total_steps to train on, or use a new --output_dir / "
+                  "--checkpoint_dir or --overwrite_checkpoint_dir to train again.", flush=True)
+        return "finished", step, xla, evaluations
+
+    batches = checkpoints.open_input(lambda skip: task.training_data(plan, skip, dist), plan,
+                                     int(trainer.iterations) if how == "resumed" else 0, step)
+    periodic = []
+    for evaluation in evaluations:
+        if evaluation.frequency:
+            periodic.append((evaluation.prefix, evaluation.frequency,
+                             _periodic(evaluation, trainer, total_steps, xla, spec, model,
+                                       dist)))
+    status = fit(trainer, batches, total_steps=total_steps, checkpoints=checkpoints,
+                 evaluations=periodic, evaluate_at_end=False, metrics=metrics,
+                 metrics_fn=task.metrics_fn, sequences_per_update=plan.global_batch,
+                 log_frequency=out.log_frequency, checkpoint_frequency=out.checkpoint_frequency,
+                 progress=out.progress, explain_data_error=task.explain_data_error)
+    step = int(trainer.step)
+    if status == "done":
+        if dist.is_chief:
+            save_final(task, model, record)
+        mark_finished(out.checkpoint_dir, step, dist)
+    return status, step, xla, evaluations
+
+
+def _periodic(evaluation, trainer, total_steps, xla, spec, model, dist):
+    def run():
+        step = int(trainer.step)
+        if step >= total_steps:
+            return None  # the end of the run scores the final model, once
+        scores = evaluation(xla.gradient, step)
+        evaluation.logged_at = step
+        if evaluation.prefix == "eval":
+            keep_best(spec, model, scores, step, dist)
+        return scores
+    return run
+
+
+def save_final(task, model, record: dict) -> str:
+    """<checkpoint_dir>/final: the trained model in Hugging Face format with its vocabulary and
+    (fine-tuned) its task card: the windows and labels it was tuned with (rank 0)."""
+    from albert.run_spec import TASK_FILE, task_card
+
+    spec = task.spec
+    path = os.path.join(spec.outputs.checkpoint_dir, "final")
+    model.save_pretrained(path, spm_model=spec.vocabulary,
+                          extra_json={TASK_FILE: task_card(record)} if task.card else None)
+    return path
+
+
+def export(task, model, dist) -> str | None:
+    """--export_dir: the SavedModel of the model just trained (with --keep_best the best one
+    kept), or of the fine-tuned model an evaluation-only run used (rank 0)."""
+    spec = task.spec
+    if not spec.outputs.export_dir or task.export_task is None:
+        return None
+    from albert.export import export_after_run
+
+    return export_after_run(spec, model, task.export_task, dist)
+
+
+# -- --keep_best ----------------------------------------------------------------------------------
+
+def check_keep_best(spec: RunSpec, reported: tuple, evaluated: str | None, flag: str) -> None:
+    """--keep_best METRIC, checked before any training: a metric this task's evaluation reports,
+    and something to score."""
+    metric = spec.outputs.keep_best
+    if not metric:
+        return
+    if metric not in reported:
+        raise FlagError(f"--keep_best {metric} is no metric this evaluation reports; one of "
+                        f"{', '.join(reported)}")
+    if not evaluated:
+        raise FlagError(f"--keep_best {metric} needs {flag} to evaluate")
+
+
+def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> bool:
+    """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its
+    run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
+    its task card). Returns whether it did (rank 0)."""
+    from albert.checkpoints import read_run_record, write_run_record
+    from albert.run_spec import TASK_FILE, read_task_card
+
+    metric = spec.outputs.keep_best
+    if not metric or not dist.is_chief or not scores:
+        return False
+    if metric not in scores:
+        logger.warning("--keep_best %s: this evaluation reports only %s; nothing kept", metric,
+                       ", ".join(sorted(scores)))
+        return False
+    value = float(scores[metric])
+    if not math.isfinite(value):
+        return False  # a NaN correlation (one class predicted) is no model to keep
+    directory = spec.outputs.checkpoint_dir
+    record = read_run_record(directory) or {}
+    best = record.get("best")
+    if best and best.get("metric") == metric and math.isfinite(best.get("value", math.nan)):
+        better = value < best["value"] if metric in LOWER_IS_BETTER else value > best["value"]
+        if not better:
+            return False
+    target = os.path.join(directory, "best")
+    card = read_task_card(directory)
+    model.save_pretrained(target, spm_model=spec.vocabulary,
+                          extra_json={TASK_FILE: card} if card else None)
+    record["best"] = {"metric": metric, "value": value, "step": step}
+    write_run_record(directory, record)
+    logger.info("best %s so far: %.4f at step %d, kept in %s", metric, value, step, target)
+    return True
+
+
+# -- the closing summary --------------------------------------------------------------------------
+
+def _elapsed(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m{rest % 60:02d}s" if hours else \
+        f"{rest // 60}m{rest % 60:02d}s"
+
+
+def summary(task, status, step: int, seconds: float, final: dict, exported: str | None) -> str:
+    """One closing line: what ran, how long the command took, the final scores against what
+    the task's baseline would score."""
+    spec = task.spec
+    what = ("evaluation only" if not spec.trains else
+            f"{step} updates (already finished)" if status == "finished" else f"{step} updates")
+    parts = [f"summary: {task.name}, {what}, {_elapsed(seconds)}"]
+    for prefix, scores in final.items():
+        shown = task.headline(prefix, scores)
+        if shown:
+            parts.append(f"{prefix} {shown}")
+    baseline = task.baseline(final)
+    if baseline:
+        parts.append(f"baseline {baseline}")
+    if spec.trains:
+        parts.append(f"model in {os.path.join(spec.outputs.checkpoint_dir, 'final')}")
+    if exported:
+        parts.append(f"SavedModel in {exported}")
+    if spec.outputs.log_dir:
+        parts.append(f"logs in {spec.outputs.log_dir}")
+    return "; ".join(parts)

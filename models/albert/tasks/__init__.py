@@ -1,0 +1,139 @@
+"""Tasks: what differs between pretraining, SQuAD and classification, and nothing else.
+
+A task says how to build its model, its loss and metrics, its training data, how to evaluate,
+what to export and what baseline its scores are measured against. albert.runner runs every task
+the same way (build -> start or resume -> train -> evaluate -> export -> summary), so the
+runner modules (run_pretraining, run_squad, run_classifier) are their flags and a Task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@dataclass
+class Evaluation:
+    """One evaluation of a task: `run(xla, step)` -> scores, logged under `prefix` every
+    `frequency` updates during training (0: at the end only) and once at the end."""
+    prefix: str
+    frequency: int
+    run: Callable
+
+
+class Task:
+    """The base every task extends. Attributes a task sets in setup(): loss_fn, metric_names,
+    metrics_fn (the training loss and its metrics, losses.*), and what its examples are called
+    (`unit`)."""
+
+    name = "task"          # the run spec's task: pretraining | squad | classification | regression
+    head = "pretraining"   # the memory plan's head (albert.plan): pretraining | squad | classifier
+    unit = "examples"      # what one training example is called in the log
+    export_task = None     # albert.export's --task of its SavedModel (None: no SavedModel)
+    card = True            # final/ and exports carry the task card (albert.run_spec)
+    rescore_finished = True  # an already finished run is evaluated again (its summary)
+    needs_tokenizer = True   # fine-tuners featurize text; pretraining reads token ids
+    num_labels = 2
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.loss_fn = self.metric_names = self.metrics_fn = None
+
+    # -- before the model -----------------------------------------------------------------------
+    def check(self) -> None:
+        """Checks that need no TensorFlow (files exist, flags agree), on every rank."""
+
+    def setup(self, dist, tokenizer) -> None:
+        """Read the data (every rank, so a bad row stops them all alike) and write feature
+        caches (rank 0)."""
+
+    # -- the model ------------------------------------------------------------------------------
+    def model_class(self):
+        """The model class (or factory with from_pretrained) a training run builds."""
+        raise NotImplementedError
+
+    def fine_tuned_model(self, dist):
+        """The model an evaluation-only run scores (every weight from --checkpoint_path)."""
+        raise NotImplementedError
+
+    def check_model(self, model, dist) -> None:
+        """Checks of the data against the model built (token ids within its vocabulary)."""
+
+    # -- training -------------------------------------------------------------------------------
+    def training_examples(self) -> int | None:
+        """Training examples in all, for --num_train_epochs (None: --total_steps is required)."""
+        return None
+
+    def training_data(self, plan, skip_records: int, dist):
+        """A repeated tf.data.Dataset of dicts of [accumulation, micro-batch, ...] tensors, this
+        rank's share, skipping `skip_records` of its records first."""
+        raise NotImplementedError
+
+    def data_files(self) -> list[str]:
+        """The training data as the run record holds it (run_spec.data_files)."""
+        from albert.run_spec import data_files
+
+        return data_files(self.spec.data["train"])
+
+    def labels(self):
+        """Labels in id order, for the run spec (None: the task has none)."""
+        return None
+
+    def explain_data_error(self, error):
+        return None
+
+    # -- evaluation and export ------------------------------------------------------------------
+    def evaluations(self, model, trainer, dist) -> list[Evaluation]:
+        return []
+
+    def after_evaluation(self, model, xla: bool, dist) -> None:
+        """What the run does after its final evaluation (a classifier's --predict_file)."""
+
+    def headline(self, prefix: str, scores: dict) -> str:
+        """The scores the closing summary shows of an evaluation."""
+        return " ".join(f"{k} {v:.4f}" for k, v in scores.items()
+                        if isinstance(v, float | int))
+
+    def baseline(self, final: dict) -> str | None:
+        """What the final scores are measured against, as a phrase (rank 0)."""
+        return None
+
+
+def inference_fn(model, xla: bool, outputs: tuple, _cache: dict = {}):  # noqa: B006 - a memo
+    """inputs -> model(inputs, training=False)[each of outputs], traced once per model and XLA
+    setting and kept: --eval_frequency evaluates many times, and each new tf.function would trace
+    (and under XLA compile) again."""
+    import tensorflow as tf
+
+    key = (id(model), xla, outputs)
+    if key not in _cache:
+        signature = {k: tf.TensorSpec([None, None], tf.int32) for k in MODEL_INPUTS}
+
+        @tf.function(jit_compile=xla, input_signature=[signature])
+        def run(inputs):
+            out = model(inputs, training=False)
+            return tuple(out[name] for name in outputs)
+
+        _cache[key] = run
+    return _cache[key]
+
+
+def cached_features(path: str, key: str, spec, dist, write, training: bool) -> str:
+    """The cache prefix of `path`'s features under --cache_dir, written by rank 0 with
+    write(prefix) when not cached yet; every rank waits for it. Training features carry the seed
+    in their name (they are shuffled by it before they are cached)."""
+    import logging
+    import os
+
+    name = f"{os.path.basename(path)}.{key}" + (f".seed{spec.execution.seed}" if training else "")
+    prefix = os.path.join(spec.outputs.cache_dir, name)
+    if dist.is_chief:
+        os.makedirs(spec.outputs.cache_dir, exist_ok=True)
+        if os.path.exists(prefix + ".tfrecord"):
+            logging.getLogger("albert.tasks").info("using cached features %s.tfrecord", prefix)
+        else:
+            write(prefix)
+    dist.barrier()
+    return prefix

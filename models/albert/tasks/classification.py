@@ -1,0 +1,369 @@
+"""Sentence and sentence-pair classification (or regression), GLUE-style: the classifier, its
+loss, features cached unpadded and padded per batch, every prediction scored at once on rank 0
+(accuracy, MCC, F1; Pearson / Spearman), --predict_file's predictions.tsv, and the majority class
+as the baseline."""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import math
+import os
+
+from albert.errors import FlagError
+from albert.tasks import MODEL_INPUTS, Evaluation, Task, cached_features, inference_fn
+
+logger = logging.getLogger("albert.classifier")
+
+FEATURES = {"max_seq_length": 128}
+REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
+
+
+class ClassifierFactory:
+    """What the runner asks of a model class (a constructor taking the config, and
+    from_pretrained), with the label count and names bound."""
+
+    def __init__(self, num_labels: int, label_names):
+        self.num_labels, self.label_names = num_labels, label_names
+
+    def __call__(self, config):
+        from albert.modeling import AlbertForSequenceClassification
+
+        return AlbertForSequenceClassification(config, self.num_labels, self.label_names)
+
+    def from_pretrained(self, path):
+        from albert.modeling import AlbertForSequenceClassification
+
+        return AlbertForSequenceClassification.from_pretrained(
+            path, num_labels=self.num_labels, label_names=self.label_names)
+
+
+class ClassifierTask(Task):
+    """spec.options: columns, predict_columns (data.Columns), task (classification | regression |
+    None: the fine-tuned model's), labels (in id order, or None: the training file's, or the
+    model's), metric (reported first), labels_flag (how the labels were asked for, for
+    messages), padding, pad_to_multiple_of, eval_batch_size."""
+
+    head = "classifier"
+    export_task = "classification"
+    reported = REPORTED
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        o = spec.options
+        self.columns, self.predict_columns = o["columns"], o["predict_columns"]
+        self.kind, self.label_names, self.metric = o["task"], o["labels"], o["metric"]
+        self.examples = {}
+        self.train_prefix = self.eval_prefix = None
+        self.train_values = None
+
+    @property
+    def name(self) -> str:
+        return self.kind or "classification"
+
+    @property
+    def regression(self) -> bool:
+        return self.kind == "regression"
+
+    def _settled(self) -> None:
+        """The spec with the decided task and labels (recorded, carried by the task card)."""
+        self.spec = self.spec.replace(task=self.name, features={
+            **self.spec.features, "labels": list(self.label_names) if self.label_names else None})
+        self.loss_fn, self.metric_names, self.metrics_fn = self.loss
+
+    # -- data -----------------------------------------------------------------------------------
+    def setup(self, dist, tokenizer) -> None:
+        from albert.data import classification as data
+
+        spec = self.spec
+        self.tokenizer = tokenizer
+        # Every rank reads and checks the files, so a bad row stops them all alike.
+        for role, columns, labelled in (("train", self.columns, True),
+                                        ("eval", self.columns, True),
+                                        ("predict", self.predict_columns, False)):
+            if spec.data.get(role):
+                self.examples[role] = data.read_examples(spec.data[role][0], columns,
+                                                         labelled=labelled)
+        if not spec.trains:
+            return
+        self.kind = self.kind or "classification"
+        if not self.regression and self.label_names is None:
+            self.label_names = data.label_set(self.examples["train"])
+            if len(self.label_names) < 2:
+                raise FlagError(f"{spec.data['train'][0]} has a single label "
+                                f"({self.label_names[0]!r}): nothing to classify (give --labels, "
+                                "or --task regression)")
+        self.train_values = data.label_values(self.examples["train"], spec.data["train"][0],
+                                              self.kind, self.label_names)
+        self._settled()
+        self.num_labels = 1 if self.regression else len(self.label_names)
+        self.train_prefix = self._features("train", self.train_values, self.columns, True, dist)
+
+    def _features(self, role, values, columns, training, dist) -> str:
+        """The cache prefix of a file's features. Training features are shuffled (seeded)
+        before they are cached, so the trainer's shuffle buffer does not read them in file order
+        (files are often sorted by label)."""
+        import random
+
+        from albert.data import classification as data
+
+        spec = self.spec
+        path, examples = spec.data[role][0], self.examples[role]
+        seq = spec.features["max_seq_length"]
+        settings = data.FeatureSettings(seq, self.kind, self.label_names, columns,
+                                        labelled=values is not None)
+
+        def write(prefix):
+            features, stats = data.featurize(examples, values, self.tokenizer, seq)
+            logger.info("%s: %d examples, %d cut to --max_seq_length %d; %.1f tokens on average, "
+                        "%d at most", path, stats["examples"], stats["truncated"], seq,
+                        stats["mean_length"], stats["max_length"])
+            if training:
+                random.Random(spec.execution.seed).shuffle(features)
+            data.write_feature_cache(features, stats, prefix, self.regression)
+
+        key = data.cache_key(path, settings, spec.vocabulary, training)
+        return cached_features(path, key, spec, dist, write, training)
+
+    # -- the model ------------------------------------------------------------------------------
+    def model_class(self):
+        return ClassifierFactory(self.num_labels, self.label_names)
+
+    def fine_tuned_model(self, dist):
+        """Every weight, the classifier included, from --checkpoint_path (default: the latest
+        checkpoint in --checkpoint_dir). Takes the task and labels from the model (its run
+        record, else its id2label) when the flags did not say them; flags that say other labels
+        are refused (in another order they would swap its answers)."""
+        from albert.checkpoints import read_run_record
+        from albert.convert import load_model
+        from albert.modeling import AlbertForSequenceClassification
+
+        spec = self.spec
+        path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir
+        record = {}
+        if spec.model.load_from == "checkpoint":
+            directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
+            record = read_run_record(directory) or {}
+        trained = tuple(record["labels"]) if record.get("labels") else None
+        asked = self.label_names
+        names = trained or asked
+        num_labels = 1 if self.regression else (len(names) if names else None)
+        model = load_model(AlbertForSequenceClassification, path, num_labels=num_labels,
+                           label_names=list(trained) if trained else None)
+        trained = trained or (tuple(model.label_names) if model.label_names else None)
+        if asked is not None and trained is not None and tuple(asked) != trained:
+            raise FlagError(f"{spec.options['labels_flag']}: the model in {path} was trained "
+                            f"with the labels {','.join(trained)} (in id order); drop --labels "
+                            "(the model's are used) or give them in that order")
+        self.label_names = trained or asked
+        if self.label_names and model.label_names is None:
+            model.label_names = tuple(self.label_names)
+        logger.info("evaluating with the fine-tuned weights of %s", path)
+        if self.kind is None:
+            self.kind = record.get("task") or ("regression" if model.num_labels == 1
+                                               else "classification")
+        if self.regression:
+            if model.num_labels != 1:
+                raise FlagError(f"--task regression needs a model with one output; {path} has "
+                                f"{model.num_labels}")
+        else:
+            if model.num_labels == 1:
+                raise FlagError(f"{path} has one output (a regression model): add --task "
+                                "regression")
+            self.label_names = self.label_names or (tuple(model.label_names)
+                                                    if model.label_names else None)
+            if self.label_names is None:
+                raise FlagError(f"{path} does not name its {model.num_labels} labels: give them, "
+                                "in id order, with --labels")
+        self.num_labels = model.num_labels
+        self._settled()
+        return model
+
+    def check_model(self, model, dist) -> None:
+        """The evaluation features, once the labels are known (an evaluation-only run takes
+        them from the model)."""
+        from albert.data import classification as data
+
+        if dist.is_chief:
+            logger.info("%s: %s", self.name, "one output" if self.regression else
+                        f"{len(self.label_names)} labels ({', '.join(self.label_names[:10])}"
+                        f"{', ...' if len(self.label_names) > 10 else ''})")
+        if "eval" in self.examples:
+            values = data.label_values(self.examples["eval"], self.spec.data["eval"][0],
+                                       self.kind, self.label_names)
+            self.eval_prefix = self._features("eval", values, self.columns, False, dist)
+
+    def labels(self):
+        return self.label_names
+
+    # -- training -------------------------------------------------------------------------------
+    def training_examples(self) -> int:
+        from albert.data import classification as data
+
+        return data.read_feature_meta(self.train_prefix)["examples"]
+
+    @property
+    def loss(self):
+        from albert import losses
+
+        if self.regression:
+            return losses.regression_loss, losses.REGRESSION_METRICS, losses.regression_metrics
+        return (losses.classification_loss, losses.CLASSIFICATION_METRICS,
+                losses.classification_metrics)
+
+    def training_data(self, plan, skip_records: int, dist):
+        import tensorflow as tf
+
+        from albert.data import classification as data
+        from albert.data.reader import resumable_skip
+
+        o = self.spec.options
+        records, parse = data.feature_dataset(self.train_prefix, self.regression,
+                                              self.spec.features["max_seq_length"],
+                                              o["padding"], o["pad_to_multiple_of"])
+        accum, batch_size = plan.accumulation, plan.micro_batch
+
+        def micro_batches(records_batch):
+            """[accum x batch] serialized records -> [accum, batch, S] tensors, S the longest of
+            the whole update (the micro-batches of one update are stacked, so they share it)."""
+            batch = parse(records_batch)
+            batch.pop("index")
+            return {k: tf.reshape(v, tf.concat([[accum, batch_size], tf.shape(v)[1:]], 0))
+                    for k, v in batch.items()}
+
+        shuffled = (records.shard(dist.size, dist.rank)
+                    .shuffle(10_000, seed=self.spec.execution.seed,
+                             reshuffle_each_iteration=True).repeat())
+        return (resumable_skip(shuffled, skip_records)
+                .batch(accum * batch_size, drop_remainder=True)
+                .map(micro_batches, num_parallel_calls=tf.data.AUTOTUNE)
+                .prefetch(tf.data.AUTOTUNE))
+
+    # -- evaluation -----------------------------------------------------------------------------
+    def evaluations(self, model, trainer, dist) -> list[Evaluation]:
+        if self.eval_prefix is None:
+            return []
+
+        def evaluate(xla: bool, step: int) -> dict:
+            index, logits, labels = predict(model, self.eval_prefix, self.spec, dist, xla,
+                                            self.regression)
+            return score(self, index, logits, labels, step) if dist.is_chief else {}
+
+        return [Evaluation("eval", self.spec.outputs.eval_frequency, evaluate)]
+
+    def after_evaluation(self, model, xla: bool, dist) -> None:
+        """--predict_file: predictions.tsv in --output_dir."""
+        if "predict" not in self.examples:
+            return
+        prefix = self._features("predict", None, self.predict_columns, False, dist)
+        index, logits, _ = predict(model, prefix, self.spec, dist, xla, self.regression)
+        if dist.is_chief:
+            path = write_predictions(os.path.join(self.spec.outputs.output_dir,
+                                                  "predictions.tsv"), self, index, logits)
+            print(f"predicted {len(index)} examples of {self.spec.data['predict'][0]}: {path}",
+                  flush=True)
+
+    def headline(self, prefix, scores) -> str:
+        metric = self.metric if self.metric in scores else \
+            ("pearson" if self.regression else "accuracy")
+        return f"{metric} {scores[metric]:.4f}"
+
+    def baseline(self, final: dict) -> str | None:
+        """The majority class: the accuracy of answering every evaluation example with the
+        most frequent training label (an evaluation-only run: the evaluation file's own)."""
+        if "eval" not in final or self.regression:
+            return None
+        source = self.examples.get("train") or self.examples["eval"]
+        common = collections.Counter(e.label for e in source).most_common(1)[0][0]
+        gold = [e.label for e in self.examples["eval"]]
+        return (f"majority class ({common}): accuracy "
+                f"{sum(g == common for g in gold) / len(gold):.4f}")
+
+
+def predict(model, prefix, spec, dist, xla: bool, regression: bool):
+    """Every example's (index [N], logits [N, C], labels [N]), in file order, on every rank:
+    each rank runs its share of the features, then all shares are gathered."""
+    import numpy as np
+    import tensorflow as tf
+
+    from albert.data import classification as data
+
+    o = spec.options
+    records, parse = data.feature_dataset(prefix, regression, spec.features["max_seq_length"],
+                                          o["padding"], o["pad_to_multiple_of"])
+    batches = (records.shard(dist.size, dist.rank).batch(o["eval_batch_size"]).map(parse)
+               .prefetch(tf.data.AUTOTUNE))
+    # One trace for every batch shape (XLA still compiles each shape it meets once), kept for
+    # the next evaluation.
+    logits_of = inference_fn(model, xla, ("logits",))
+
+    index, logits, labels = [], [], []
+    for batch in batches:
+        logits.append(logits_of({k: batch[k] for k in MODEL_INPUTS})[0].numpy())
+        index.append(batch["index"].numpy())
+        labels.append(batch["labels"].numpy())
+    local = (np.concatenate(index) if index else np.zeros([0], np.int32),
+             np.concatenate(logits) if logits else np.zeros([0, model.num_labels], np.float32),
+             np.concatenate(labels) if labels else np.zeros([0]))
+    parts = dist.allgather_object(local)
+    index = np.concatenate([p[0] for p in parts])
+    order = np.argsort(index, kind="stable")
+    return (index[order], np.concatenate([p[1] for p in parts])[order],
+            np.concatenate([p[2] for p in parts])[order])
+
+
+def _finite(value):
+    return value if not isinstance(value, float) or math.isfinite(value) else None
+
+
+def _prediction_texts(task, logits) -> list[str]:
+    import numpy as np
+
+    if task.regression:
+        # Every digit (repr): rounded, close predictions tie, and Pearson and Spearman computed
+        # from the file differ from the ones reported.
+        return [repr(float(v)) for v in logits[:, 0]]
+    return [task.label_names[i] for i in np.argmax(logits, axis=1)]
+
+
+def score(task, index, logits, labels, step) -> dict:
+    """Score every evaluation prediction at once, write eval_results.json and
+    eval_predictions.tsv, and return the scores (rank 0)."""
+    from albert.classification_metrics import classification_scores, regression_scores
+
+    output_dir, eval_file = task.spec.outputs.output_dir, task.spec.data["eval"][0]
+    if task.regression:
+        scores = regression_scores(logits[:, 0], labels)
+        default = "pearson"
+    else:
+        scores = classification_scores(logits, labels.astype("int64"), len(task.label_names))
+        default = "accuracy"
+    headline = task.metric if task.metric in scores else default
+    os.makedirs(output_dir, exist_ok=True)
+    result = {"eval_file": eval_file, "examples": len(index), "task": task.name,
+              "labels": list(task.label_names) if not task.regression else None,
+              "metric": headline, "step": step, **{k: _finite(v) for k, v in scores.items()}}
+    with open(os.path.join(output_dir, "eval_results.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    gold = ([repr(float(v)) for v in labels] if task.regression
+            else [task.label_names[int(i)] for i in labels])
+    path = os.path.join(output_dir, "eval_predictions.tsv")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("index\tlabel\tprediction\n")
+        for i, g, p in zip(index, gold, _prediction_texts(task, logits), strict=True):
+            f.write(f"{i}\t{g}\t{p}\n")
+    others = " ".join(f"{k} {v:.4f}" for k, v in scores.items() if k != headline)
+    print(f"eval on {eval_file} ({len(index)} examples): {headline} "
+          f"{scores[headline]:.4f} ({others}); predictions in {output_dir}", flush=True)
+    return scores
+
+
+def write_predictions(path: str, task, index, logits) -> str:
+    """GLUE's submission layout: index, prediction (a label, or a number for regression)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("index\tprediction\n")
+        for i, p in zip(index, _prediction_texts(task, logits), strict=True):
+            f.write(f"{i}\t{p}\n")
+    return path

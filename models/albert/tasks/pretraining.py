@@ -1,0 +1,197 @@
+"""Pretraining: MLM + sentence-order prediction on TFRecords, validated on --val_dir, optionally
+fine-tuned briefly on SQuAD every --squad_frequency updates (as aws-samples does), and measured
+against always guessing the most frequent masked token and a coin for the sentence order."""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+
+from albert.tasks import Evaluation, Task
+
+logger = logging.getLogger("albert.pretraining")
+
+
+class PretrainingTask(Task):
+    """spec.data: train / val (a TFRecord directory, glob or comma list each, under
+    spec.options["filesystem_prefix"]); spec.options: skip_corrupt_records, validation_frequency,
+    and the squad_* settings of the evaluation during pretraining."""
+
+    name = "pretraining"
+    head = "pretraining"
+    unit = "sequences"
+    card = False  # a pretrained model serves no task
+    rescore_finished = False  # a finished run was validated at its end
+    needs_tokenizer = False  # the records hold token ids
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
+
+        self.loss_fn, self.metric_names, self.metrics_fn = pretraining_loss, \
+            PRETRAINING_METRICS, pretraining_metrics
+        self.train_files = self.my_files = self.val_files = []
+
+    @property
+    def _shapes(self):
+        f = self.spec.features
+        return f["max_seq_length"], f["max_predictions_per_seq"]
+
+    def setup(self, dist, tokenizer) -> None:
+        """Checked on every rank before anything is built, so a bad file is one error, not a
+        crash at the first validation or a rank that hangs the others with nothing to read."""
+        from albert.data.reader import (
+            DataError,
+            check_all_record_shapes,
+            check_ranks_have_records,
+            count_nonempty_files,
+            resolve_files,
+            shard_files,
+        )
+
+        spec, prefix = self.spec, self.spec.options["filesystem_prefix"]
+        if not spec.batching.auto:
+            spec.batching.plan(dist.size)  # batch flags that cannot work stop here
+        train_dir = spec.data["train"][0]
+        self.train_files = resolve_files(train_dir, prefix)
+        check_all_record_shapes(self.train_files, *self._shapes)
+        self.my_files = shard_files(self.train_files, dist.rank, dist.size,
+                                    what=f"files matching {train_dir!r}")
+        check_ranks_have_records(dist.allgather_object(count_nonempty_files(self.my_files)),
+                                 self.train_files, dist.size)
+        if spec.data.get("val"):
+            val_dir = spec.data["val"][0]
+            self.val_files = resolve_files(val_dir, prefix)
+            empty = check_all_record_shapes(self.val_files, *self._shapes)
+            if len(empty) == len(self.val_files):
+                raise DataError(f"--val_dir {val_dir!r}: all {len(self.val_files)} file(s) are "
+                                "empty, so validation would report nothing (write a validation "
+                                "set with create_pretraining_data --validation_fraction, or drop "
+                                "--val_dir)")
+
+    def model_class(self):
+        from albert.modeling import AlbertForPreTraining
+
+        return AlbertForPreTraining
+
+    def check_model(self, model, dist) -> None:
+        from albert.data.reader import check_token_ids  # ids past the embedding table: stop here
+
+        check_token_ids([*self.train_files, *self.val_files], model.config.vocab_size,
+                        self.spec.vocabulary)
+
+    def data_files(self) -> list[str]:
+        from albert.run_spec import data_files
+
+        return data_files(self.train_files)
+
+    def training_data(self, plan, skip_records: int, dist):
+        from albert.data.reader import pretraining_dataset
+
+        spec = self.spec
+        return pretraining_dataset(
+            spec.data["train"][0], plan.micro_batch, *self._shapes,
+            filesystem_prefix=spec.options["filesystem_prefix"], rank=dist.rank, size=dist.size,
+            training=True, seed=spec.execution.seed,
+            shuffle_buffer=spec.features["shuffle_buffer"], skip_records=skip_records,
+            skip_corrupt=spec.options["skip_corrupt_records"],
+        ).batch(plan.accumulation, drop_remainder=True)
+
+    def explain_data_error(self, error):
+        from albert.data.reader import DataError, data_loss_message
+
+        return DataError(data_loss_message(error, self.my_files, self.spec.data["train"][0],
+                                           self.spec.options["filesystem_prefix"]))
+
+    def evaluations(self, model, trainer, dist) -> list[Evaluation]:
+        from albert.data.reader import pretraining_dataset
+        from albert.losses import pretraining_metrics
+
+        spec, o = self.spec, self.spec.options
+        out = []
+        if self.val_files and trainer is not None:
+            val_data = pretraining_dataset(
+                spec.data["val"][0], spec.batching.plan(dist.size).micro_batch, *self._shapes,
+                filesystem_prefix=o["filesystem_prefix"], rank=dist.rank, size=dist.size,
+                training=False)
+            out.append(Evaluation("val", o["validation_frequency"],
+                                  lambda xla, step: pretraining_metrics(
+                                      trainer.evaluate(val_data))))
+        if o.get("squad_frequency"):
+            out.append(Evaluation("squad", o["squad_frequency"],
+                                  lambda xla, step: squad_during_pretraining(model, spec, dist)))
+        return out
+
+    def headline(self, prefix, scores) -> str:
+        if prefix == "val":
+            return f"MLM accuracy {scores['mlm_acc']:.4f} SOP accuracy {scores['sop_acc']:.4f}"
+        if prefix == "squad":
+            return f"F1 {scores.get('f1', float('nan')):.2f}"
+        return super().headline(prefix, scores)
+
+    def baseline(self, final: dict) -> str | None:
+        """Always the most frequent masked token of the validation set (a unigram MLM) and a
+        coin for the sentence order."""
+        if "val" not in final:
+            return None
+        return (f"unigram MLM accuracy {unigram_mlm_accuracy(self.val_files, *self._shapes):.4f} "
+                "(always the most frequent masked token), SOP 0.5 (a coin)")
+
+
+def unigram_mlm_accuracy(files, max_seq_length: int, max_predictions: int) -> float:
+    """The MLM accuracy of always answering the most frequent masked token of `files`."""
+    import tensorflow as tf
+
+    from albert.data.reader import pretraining_feature_spec
+
+    spec = pretraining_feature_spec(max_seq_length, max_predictions)
+    counts = collections.Counter()
+    data = tf.data.TFRecordDataset(files).batch(1024).map(
+        lambda r: tf.io.parse_example(r, spec))
+    for batch in data:
+        ids, weights = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy()
+        counts.update(ids[weights > 0].tolist())
+    total = sum(counts.values())
+    return counts.most_common(1)[0][1] / total if total else 0.0
+
+
+def squad_during_pretraining(model, spec, dist) -> dict:
+    """Rank 0 exports the current weights and fine-tunes a copy on SQuAD in a child process
+    (one process, the same device), returning its dev scores; other ranks return at once and
+    wait for rank 0 at the next allreduce."""
+    if not dist.is_chief:
+        return {}
+    o = spec.options
+    with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
+        model.save_pretrained(os.path.join(tmp, "model"), spm_model=spec.vocabulary)
+        xla = "off" if spec.execution.eager else spec.execution.xla
+        cmd = [
+            sys.executable, "-m", "albert.run_squad", "--load_from", "huggingface",
+            "--checkpoint_path", os.path.join(tmp, "model"),
+            "--train_file", o["squad_train_file"], "--predict_file", o["squad_predict_file"],
+            "--total_steps", str(o["squad_steps"]), "--per_gpu_batch_size",
+            str(o["squad_batch_size"]), "--learning_rate", str(o["squad_learning_rate"]),
+            "--max_seq_length", str(o["squad_max_seq_length"]),
+            "--precision", spec.execution.precision,
+            "--output_dir", os.path.join(tmp, "out"), "--checkpoint_dir",
+            os.path.join(tmp, "ckpt"), "--log_dir", os.path.join(tmp, "logs"),
+            "--cache_dir", os.path.join(spec.outputs.checkpoint_dir, "squad_cache"),
+            "--no_progress", "--log_frequency", str(max(o["squad_steps"], 1)),
+            "--xla", xla, "--recompute", spec.batching.recompute,
+        ]
+        # The child is a single process: hide the launcher's rank variables from it.
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("HOROVOD_", "OMPI_", "PMI_", "PMIX_"))}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            logger.warning("SQuAD evaluation failed (exit %d): %s", proc.returncode,
+                           proc.stderr.strip().splitlines()[-1:] or "")
+            return {}
+        with open(os.path.join(tmp, "out", "eval_results.json")) as f:
+            scores = json.load(f)
+    return {k: float(v) for k, v in scores.items() if isinstance(v, int | float)}

@@ -1,0 +1,195 @@
+"""SQuAD v1.1 / v2.0: the QA model, its span loss, features cached per file and settings,
+prediction split across ranks and gathered on rank 0, the official scoring, and the all-empty
+answers as the baseline."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from albert.tasks import MODEL_INPUTS, Evaluation, Task, cached_features, inference_fn
+
+logger = logging.getLogger("albert.squad")
+
+VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
+WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
+REPORTED = ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_exact",
+            "NoAns_f1", "best_exact", "best_f1")
+
+
+class SquadTask(Task):
+    name = "squad"
+    head = "squad"
+    unit = "features"
+    export_task = "qa"
+    reported = REPORTED
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        from albert.losses import SQUAD_METRICS, squad_loss, squad_metrics
+
+        self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
+            squad_metrics
+        self.train_prefix = self.scored = None
+        self.version = None
+
+    def settings(self):
+        from albert.data import squad
+
+        f = self.spec.features
+        return squad.FeatureSettings(f["max_seq_length"], f["doc_stride"], f["max_query_length"])
+
+    def _features(self, path, tokenizer, training, dist):
+        """Cached features for `path`: (examples, parsed json, cache prefix). Training features
+        are shuffled (seeded) before they are cached, so the trainer's shuffle buffer does not
+        read them in article order (the reference shuffles its examples)."""
+        import random
+
+        from albert.data import squad
+
+        spec = self.spec
+        examples, data, stats = squad.read_squad(path)
+        if dist.is_chief:
+            logger.info("%s: %d questions (%d unanswerable), %d answers re-aligned, %d answers "
+                        "not in their context", path, stats.questions, stats.impossible,
+                        stats.realigned_answers, stats.mismatched_answers)
+
+        def write(prefix):
+            features = squad.featurize(examples, tokenizer, self.settings(), training)
+            if training:
+                rate = squad.answer_recovery_rate(examples, features)
+                logger.info("%d features; %.2f%% of answers recoverable from their token span",
+                            len(features), 100 * rate)
+                random.Random(spec.execution.seed).shuffle(features)
+            squad.write_feature_cache(features, prefix)
+
+        key = squad.cache_key(path, self.settings(), spec.vocabulary, training)
+        return examples, data, cached_features(path, key, spec, dist, write, training)
+
+    def setup(self, dist, tokenizer) -> None:
+        from albert.squad_metrics import detect_version
+
+        spec = self.spec
+        if spec.data.get("predict"):
+            self.scored = self._features(spec.data["predict"][0], tokenizer, False, dist)
+        if spec.trains:
+            _, train_data, self.train_prefix = self._features(spec.data["train"][0], tokenizer,
+                                                              True, dist)
+            given = VERSIONS.get(spec.options.get("squad_version"))
+            self.version = given or detect_version(train_data)
+            self.spec = spec.replace(features={**spec.features, "squad_version": self.version})
+
+    def model_class(self):
+        from albert.modeling import AlbertForQuestionAnswering
+
+        return AlbertForQuestionAnswering
+
+    def fine_tuned_model(self, dist):
+        """Every weight, the QA head included, from --checkpoint_path (default: the latest
+        checkpoint in --checkpoint_dir). A checkpoint without a QA head is an error, never a
+        randomly initialised head."""
+        from albert.convert import load_model
+
+        path = self.spec.model.checkpoint_path or self.spec.outputs.checkpoint_dir
+        model = load_model(self.model_class(), path)
+        logger.info("predicting with the fine-tuned weights of %s", path)
+        return model
+
+    def training_examples(self) -> int:
+        from albert.data import squad
+
+        records, _ = squad.feature_dataset(self.train_prefix, self.spec.features["max_seq_length"])
+        return sum(1 for _ in records)
+
+    def training_data(self, plan, skip_records: int, dist):
+        """Updates of windows of one length bucket, seeded and shuffled across buckets
+        (--padding batch), or every window padded to --max_seq_length (--padding max)."""
+        from albert.data import squad
+
+        spec = self.spec
+        return squad.training_batches(self.train_prefix, plan.micro_batch, plan.accumulation,
+                                      spec.features["max_seq_length"], spec.execution.seed,
+                                      dist.rank, dist.size, skip_records,
+                                      spec.features.get("padding", "max"))
+
+    def evaluations(self, model, trainer, dist) -> list[Evaluation]:
+        if self.scored is None:
+            return []
+
+        def evaluate(xla: bool, step: int) -> dict:
+            results = predict(model, self.scored[2], self.spec, dist, xla)
+            return score(self.spec, *self.scored, results) if dist.is_chief else {}
+
+        return [Evaluation("eval", self.spec.outputs.eval_frequency, evaluate)]
+
+    def headline(self, prefix, scores) -> str:
+        exact = scores.get("exact", scores.get("exact_match"))
+        return f"exact {exact:.2f} F1 {scores['f1']:.2f}"
+
+    def baseline(self, final: dict) -> str | None:
+        """What answering every question with no answer scores (v2.0: the unanswerable share;
+        v1.1: 0), by the official rules."""
+        if "eval" not in final:
+            return None
+        from albert.squad_metrics import detect_version, evaluate
+
+        _, data, _ = self.scored
+        version = VERSIONS.get(self.spec.options.get("squad_version")) or detect_version(data)
+        empty = {qa["id"]: "" for article in data["data"] for paragraph in article["paragraphs"]
+                 for qa in paragraph["qas"]}
+        scores = evaluate(data, empty, None, version)
+        exact = scores.get("exact", scores.get("exact_match"))
+        return f"all-empty answers: exact {exact:.2f} F1 {scores['f1']:.2f}"
+
+
+def predict(model, prefix, spec, dist, xla: bool) -> dict:
+    """This rank's share of the features -> {feature_index: (start, end)} over each window's real
+    tokens (padding is never an answer, and so trimmed they do not depend on how a batch was
+    padded), gathered on rank 0."""
+    from albert.data import squad
+
+    batches = squad.prediction_batches(prefix, spec.options["eval_batch_size"],
+                                       spec.features["max_seq_length"],
+                                       spec.features.get("padding", "max"), rank=dist.rank,
+                                       size=dist.size)
+    logits = inference_fn(model, xla, ("start_logits", "end_logits"))
+    local = {}
+    for batch in batches:
+        start, end = logits({k: batch[k] for k in MODEL_INPUTS})
+        local.update(squad.real_logits(batch["feature_index"], batch["attention_mask"],
+                                       start, end))
+    results = {}
+    for part in dist.allgather_object(local):
+        results.update(part)
+    return results
+
+
+def score(spec, examples, data, prefix, results) -> dict:
+    """Post-process logits into answers, write the prediction files, score them with the
+    official rules and return the scores (rank 0)."""
+    from albert.data import squad
+    from albert.squad_metrics import detect_version, evaluate
+
+    options, output_dir = spec.options, spec.outputs.output_dir
+    version = VERSIONS.get(options.get("squad_version")) or detect_version(data)
+    meta = squad.read_feature_meta(prefix)
+    predictions, nbest, null_odds = squad.postprocess(
+        examples, meta, results, n_best=options["n_best_size"],
+        max_answer_length=options["max_answer_length"], version_2=version == "v2.0",
+        null_score_diff_threshold=options["null_score_diff_threshold"])
+    os.makedirs(output_dir, exist_ok=True)
+    files = {"predictions.json": predictions, "nbest_predictions.json": nbest}
+    if version == "v2.0":
+        files["null_odds.json"] = null_odds
+    for name, obj in files.items():
+        with open(os.path.join(output_dir, name), "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=1 if name != "nbest_predictions.json" else None)
+    scores = evaluate(data, predictions, null_odds if version == "v2.0" else None, version)
+    with open(os.path.join(output_dir, "eval_results.json"), "w") as f:
+        json.dump({"version": version, **scores}, f, indent=2)
+    predict_file = spec.data["predict"][0]
+    print(f"SQuAD {version} on {predict_file}: exact "
+          f"{scores.get('exact', scores.get('exact_match')):.2f} F1 "
+          f"{scores['f1']:.2f}; predictions in {output_dir}", flush=True)
+    return {k: float(v) for k, v in scores.items()}
