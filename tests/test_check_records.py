@@ -8,6 +8,22 @@ import sys
 from conftest import PREDS, SEQ
 from test_reader import damage, write_records
 
+START_UP_NOISE = ("absl::InitializeLog", "oneDNN custom operations")
+
+
+def as_a_user_runs(module, *argv, **kwargs):
+    """`python -m albert.<module> argv` in the environment a user has: without the log
+    variables the tests set (conftest)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "TRANSFORMERS_VERBOSITY")}
+    return subprocess.run([sys.executable, "-m", f"albert.{module}", *map(str, argv)],
+                          capture_output=True, text=True, timeout=300, env=env, **kwargs)
+
+
+def start_up_noise(stderr):
+    """TensorFlow's and absl's start-up lines in `stderr`."""
+    return [line for line in stderr.splitlines() if any(n in line for n in START_UP_NOISE)]
+
 
 def check_records(*argv):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -70,3 +86,17 @@ def test_check_records_usage_errors(tmp_path):
     assert "Traceback" not in proc.stderr
     proc = check_records(str(tmp_path), "--max_seq_length", "0")
     assert proc.returncode == 2 and "--max_seq_length must be >= 1" in proc.stderr
+
+
+def test_check_records_is_quiet_unless_verbose(sample_records):
+    """Issue 27: TensorFlow's start-up lines (printed twice here before) are not shown; with
+    --verbose they are, as in every tool (flags.quiet_start)."""
+    quiet = as_a_user_runs("check_records", sample_records / "train", "--no_progress")
+    assert quiet.returncode == 0, quiet.stderr
+    assert start_up_noise(quiet.stderr) == []
+    assert quiet.stdout.rstrip().endswith("all good; 0 empty")
+    verbose = as_a_user_runs("check_records", sample_records / "train", "--no_progress",
+                             "--verbose")
+    assert verbose.returncode == 0, verbose.stderr
+    assert start_up_noise(verbose.stderr), verbose.stderr
+    assert verbose.stdout == quiet.stdout

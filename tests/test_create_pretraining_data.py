@@ -17,8 +17,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import PREDS, SEQ
+from test_check_records import as_a_user_runs, start_up_noise
+from tqdm import tqdm
 
 from albert import create_pretraining_data
+from albert.data import shuffle
+from albert.data.progress import ReadPosition
 
 SPEC = {
     "input_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
@@ -429,11 +433,11 @@ def test_full_disk_removes_temporaries(failing, sample_corpus, sample_vocab, tmp
 
     real_open = open
     if failing == "bucket":
-        monkeypatch.setattr(create_pretraining_data, "open", lambda path, mode="r", *a, **k:
+        monkeypatch.setattr(shuffle, "open", lambda path, mode="r", *a, **k:
                             FullDisk(path) if "w" in mode else real_open(path, mode, *a, **k),
                             raising=False)
     else:
-        monkeypatch.setattr(create_pretraining_data, "open_output", lambda path, gz: FullDisk(path))
+        monkeypatch.setattr(shuffle, "open_output", lambda path, gz: FullDisk(path))
     assert create_pretraining_data.main([*common, "--overwrite", "--seed", "9"]) == 2
     err = capsys.readouterr().err
     assert "error: no space left on device writing" in err and "Traceback" not in err
@@ -520,3 +524,43 @@ def test_kill_9_leaves_no_orphan_workers(sample_corpus, sample_vocab, tmp_path):
                   "--max_seq_length", "32", "--max_predictions_per_seq", "5", "--processes", "1"])
     assert rerun.returncode == 0, rerun.stderr
     assert _leftovers(tmp_path) == []  # ...is removed by the next run
+
+
+# -- what a run shows (issue 27) ----------------------------------------------------------------
+
+
+def test_progress_shows_the_input_read_of_its_total(sample_corpus, sample_vocab, tmp_path):
+    """A bar on stderr over the input's bytes (so a total and the time left), with the instances
+    made and their rate; --no_progress: none. No TensorFlow start-up lines either."""
+    common = ["--input", sample_corpus, "--spm_model", sample_vocab, "--max_seq_length", "32",
+              "--max_predictions_per_seq", "5", "--num_shards", "2", "--processes", "2"]
+    proc = as_a_user_runs("create_pretraining_data", *common, "--output_dir", tmp_path / "a")
+    assert proc.returncode == 0, proc.stderr
+    total = tqdm.format_sizeof(os.path.getsize(sample_corpus), divisor=1024)
+    bars = [line for line in proc.stderr.replace("\r", "\n").splitlines()
+            if line.startswith("reading: ")]
+    assert bars and bars[-1].startswith("reading: 100%"), proc.stderr
+    assert f"| {total}/{total} [" in bars[-1]
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert f", {summary['instances']} instances (" in bars[-1]
+    assert start_up_noise(proc.stderr) == []
+
+    quiet = as_a_user_runs("create_pretraining_data", *common, "--output_dir", tmp_path / "b",
+                           "--no_progress")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "reading" not in quiet.stderr and "%|" not in quiet.stderr
+    assert _digests(tmp_path / "a" / "train") == _digests(tmp_path / "b" / "train")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fdinfo"), reason="Linux's /proc tells")
+def test_read_position_is_the_offset_of_the_open_file(tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"x" * 100_000)
+    assert ReadPosition(str(path))() is None  # not open in this process
+    with open(path, "rb", buffering=0) as f:
+        f.read(12_345)
+        position = ReadPosition(str(tmp_path / "." / "input.txt"))
+        assert position() == 12_345
+        f.read(20_000)
+        assert position() == 32_345
+    assert position() is None

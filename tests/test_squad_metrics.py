@@ -221,3 +221,16 @@ def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds,
     proc = squad_eval(*argv)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [message.format(p=p, n=n)]
+
+
+def test_squad_eval_prints_no_start_up_lines(tmp_path):
+    """Issue 27: squad_eval starts as every tool (flags.quiet_start): stderr holds nothing but
+    what it says itself."""
+    from test_check_records import as_a_user_runs, start_up_noise
+
+    data = write_json(tmp_path / "d.json", v2_data())
+    preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})
+    proc = as_a_user_runs("squad_eval", data, preds)
+    assert proc.returncode == 0, proc.stderr
+    assert start_up_noise(proc.stderr) == [] and proc.stderr == ""
+    assert json.loads(proc.stdout)["exact"] == 100.0

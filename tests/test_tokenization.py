@@ -78,3 +78,31 @@ def test_train_tokenizer_names_bad_input(tmp_path, capsys):
                                  "--processes", "1"]) == 2
     err = capsys.readouterr().err
     assert "every line of the input (20 lines) was skipped as invalid UTF-8" in err
+
+
+def test_train_tokenizer_shows_its_reading_and_no_start_up_lines(sample_corpus, tmp_path):
+    """Issue 27: reading the corpus (a long wait on a large dump) shows a bar over the input's
+    bytes, with its total and the documents found; --no_progress: none. No TensorFlow or absl
+    start-up lines."""
+    import os
+
+    from test_check_records import as_a_user_runs, start_up_noise
+    from tqdm import tqdm
+
+    common = ["--input", sample_corpus, "--vocab_size", "300", "--max_sentences", "500",
+              "--processes", "1", "--threads", "1"]
+    proc = as_a_user_runs("train_tokenizer", *common, "--output_dir", tmp_path / "a")
+    assert proc.returncode == 0, proc.stderr
+    total = tqdm.format_sizeof(os.path.getsize(sample_corpus), divisor=1024)
+    bars = [line for line in proc.stderr.replace("\r", "\n").splitlines()
+            if line.startswith("reading: ")]
+    assert bars and bars[-1].startswith("reading: 100%"), proc.stderr
+    assert f"| {total}/{total} [" in bars[-1] and ", 79 documents (" in bars[-1]
+    assert start_up_noise(proc.stderr) == []
+
+    quiet = as_a_user_runs("train_tokenizer", *common, "--output_dir", tmp_path / "b",
+                           "--no_progress")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "reading" not in quiet.stderr and "%|" not in quiet.stderr
+    assert (tmp_path / "a" / "spiece.model").read_bytes() == \
+        (tmp_path / "b" / "spiece.model").read_bytes()

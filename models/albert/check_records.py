@@ -20,6 +20,8 @@ import logging
 import os
 import sys
 
+from albert import flags
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -128,7 +130,9 @@ def check(args) -> int:
 
 
 def main(argv=None) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
+    argv = [a for a in argv if a != "--verbose"]
     # The reader logs how it took a pattern apart (a comma split); stderr, as the errors.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)

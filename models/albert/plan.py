@@ -357,8 +357,12 @@ def main(argv=None) -> int:
     import argparse
     import sys
 
+    from albert import flags  # the command-line layer (this main is a tool; plan imports nothing)
     from albert.config import PRESETS
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
+    argv = [a for a in argv if a != "--verbose"]
     p = argparse.ArgumentParser(prog="python -m albert.plan", description=(
         "The largest micro-batch per GPU that the memory plan fits, without / with "
         "--recompute layers, for each preset, sequence length and precision."))

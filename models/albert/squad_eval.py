@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from albert import flags
 from albert.squad_metrics import (
     check_na_probs,
     check_predictions,
@@ -35,6 +36,9 @@ def _load_json(path: str, what: str):
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
+    argv = [a for a in argv if a != "--verbose"]
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("data_file")
     p.add_argument("pred_file")

@@ -30,6 +30,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
+from albert import flags
 from albert.data.corpus import (
     FORMATS,
     InputSkips,
@@ -41,6 +42,7 @@ from albert.data.corpus import (
     map_chunks,
     read_documents,
 )
+from albert.data.progress import InputProgress
 from albert.tokenization import (
     CLS,
     MASK,
@@ -78,6 +80,8 @@ def parse_args(argv=None):
                         "same number to train the same vocabulary on another machine)")
     p.add_argument("--processes", type=int, default=os.cpu_count() or 1,
                    help="processes turning documents into sentences (wikitext parsing)")
+    p.add_argument("--no_progress", action="store_true",
+                   help="no progress bar (stderr) while the input is read")
     return p.parse_args(argv)
 
 
@@ -94,12 +98,23 @@ def _normalized_sentences(raw_docs: list) -> tuple[list[str], ReadStats]:
 
 
 def iter_sentences(files: list[str], fmt: str, text_field: str, processes: int,
-                   stats: ReadStats) -> Iterator[str]:
-    """Normalised sentences of every document, in corpus order (so the sample is seeded)."""
-    chunks = (raw for path in files
-              for _, _, raw in chunked(read_documents(path, fmt, text_field, stats),
-                                       _DOCS_PER_TASK))
-    yield from map_chunks(_normalized_sentences, chunks, processes, stats)
+                   stats: ReadStats, progress: InputProgress | None = None) -> Iterator[str]:
+    """Normalised sentences of every document, in corpus order (so the sample is seeded);
+    `progress` shows the bytes read and the documents found."""
+    progress = progress or InputProgress(files, "documents", enabled=False)
+
+    def chunks():
+        for index, path in enumerate(files):
+            position = progress.position(path)
+            for _, _, raw in chunked(read_documents(path, fmt, text_field, stats),
+                                     _DOCS_PER_TASK):
+                progress.read(index, position())
+                progress.counted(stats.documents)  # of the chunks done (a few are in flight)
+                yield raw
+            progress.done(index)
+
+    yield from map_chunks(_normalized_sentences, chunks(), processes, stats)
+    progress.counted(stats.documents)
 
 
 def reservoir_sample(items: Iterator[str], size: int, seed: int) -> tuple[list[str], int]:
@@ -136,9 +151,14 @@ def train_with_summary(args) -> dict:
     for path in files:
         check_input(path, args.input_format, args.text_field)
     stats = ReadStats()
-    sentences = iter_sentences(files, args.input_format, args.text_field, args.processes, stats)
-    # Our own seeded sample: SentencePiece's reservoir ignores its seed when fed an iterator.
-    sample, seen = reservoir_sample(sentences, args.max_sentences, args.seed)
+    progress = InputProgress(files, "documents", enabled=not args.no_progress)
+    try:
+        sentences = iter_sentences(files, args.input_format, args.text_field, args.processes,
+                                   stats, progress)
+        # Our own seeded sample: SentencePiece's reservoir ignores its seed when fed an iterator.
+        sample, seen = reservoir_sample(sentences, args.max_sentences, args.seed)
+    finally:
+        progress.close()
     if not sample:
         raise ValueError(_no_text_message(files, stats))
     with tempfile.TemporaryDirectory() as tmp:
@@ -195,7 +215,7 @@ def train_with_summary(args) -> dict:
             "skipped": skipped,
             "input_files": files,
             "settings": {k: v for k, v in vars(args).items()
-                         if k not in ("input", "processes", "overwrite")},
+                         if k not in ("input", "processes", "overwrite", "no_progress")},
         }
         with open(os.path.join(staged, "summary.json"), "w", encoding="utf-8") as f:
             json.dump(summary, f, indent=2)
@@ -260,6 +280,9 @@ def train(args) -> str:
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
+    argv = [a for a in argv if a != "--verbose"]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
     try:

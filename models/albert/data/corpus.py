@@ -723,6 +723,11 @@ def write_text(args) -> dict:
 
 
 def main(argv=None) -> int:
+    from albert import flags  # the command-line layer (this main is a tool; corpus is data)
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
+    argv = [a for a in argv if a != "--verbose"]
     args = parse_args(argv)
     try:
         counts = write_text(args)
