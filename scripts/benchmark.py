@@ -152,9 +152,11 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     problem = _bad_value(args)
     if problem:
-        # One line, as the runners answer a bad flag (argparse's error adds the usage).
-        print(f"error: {problem}", file=sys.stderr, flush=True)
-        sys.exit(2)
+        # One line (main's user_errors), as the runners answer a bad flag (argparse's error adds
+        # the usage).
+        from albert.errors import FlagError
+
+        raise FlagError(problem)
     return args
 
 
@@ -188,6 +190,8 @@ def _bad_value(args) -> str | None:
         return f"--memory_budget_gb must be a size in GB above 0, got {args.memory_budget_gb}"
     if args.memory_budget_gb is not None and not args.memory:
         return "--memory_budget_gb needs --memory"
+    if args.data_prep and not args.spm_model:  # before the other benchmarks, not after them
+        return "--data_prep needs --spm_model"
     if args.auto_global_batch is not None:
         if not args.memory:
             return "--auto_global_batch needs --memory"
@@ -864,6 +868,13 @@ def bench_squad_padding(args) -> dict:
 
 
 def main(argv=None):
+    from albert.flags import user_errors
+
+    with user_errors():  # a flag that cannot work, a file that cannot be used: one line, exit 2
+        return _main(argv)
+
+
+def _main(argv):
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     result = {"config": {k: v for k, v in vars(args).items() if k != "output"}}
@@ -873,14 +884,8 @@ def main(argv=None):
         except ImportError:
             raise SystemExit("error: --profile needs xprof to summarise the trace; run "
                              "scripts/setup.sh or pip install -e '.[profile]'") from None
-    if not args.no_step:
-        from albert.flags import FlagError
-
-        try:
-            result.update(bench_step(args))
-        except FlagError as e:  # --auto_global_batch that nothing fits, named by the flags
-            print(f"error: {e}", file=sys.stderr, flush=True)
-            return 2
+    if not args.no_step:  # a FlagError: --auto_global_batch that nothing fits, named by the flags
+        result.update(bench_step(args))
     if args.restart_case:
         result["restart"] = restart_case(args)
     elif args.input_pipeline and args.restart_cost:

@@ -16,7 +16,8 @@ _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 _EXPORTS = {
     "PRESETS": "albert.config",
     "AlbertConfig": "albert.config",
-    "CheckpointError": "albert.convert",
+    "AlbertError": "albert.errors",
+    "CheckpointError": "albert.errors",
     "AlbertModel": "albert.modeling",
     "AlbertForPreTraining": "albert.modeling",
     "AlbertForQuestionAnswering": "albert.modeling",

@@ -63,9 +63,9 @@ def _shapes_fromfirst_record(files):
             continue
         feature = tf.train.Example.FromString(record).features.feature
         if "input_ids" not in feature or "masked_lm_positions" not in feature:
-            raise ValueError(f"{path}: the first record is not a pretraining example (no "
-                             "input_ids / masked_lm_positions); pass --max_seq_length and "
-                             "--max_predictions_per_seq to check against them")
+            raise DataError(f"{path}: the first record is not a pretraining example (no "
+                            "input_ids / masked_lm_positions); pass --max_seq_length and "
+                            "--max_predictions_per_seq to check against them")
         return (len(feature["input_ids"].int64_list.value),
                 len(feature["masked_lm_positions"].int64_list.value), path)
     return None
@@ -137,11 +137,8 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)
     args = parse_args(argv)
-    try:
+    with flags.user_errors():  # no files match, a missing or wrong --spm_model: one line, status 2
         return check(args)
-    except (ValueError, OSError) as e:  # DataError: no files match; a missing --spm_model
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import time
 import tensorflow as tf
 
 from albert.distributed import on_chief
+from albert.errors import CheckpointError  # the one class; importable from here too
 
 logger = logging.getLogger("albert.checkpoints")
 
@@ -32,10 +33,6 @@ RUN_RECORD = "run.json"
 _CKPT = re.compile(r"^ckpt-(\d+)\.index$")
 _UPDATES = "optimizer/updates/.ATTRIBUTES/VARIABLE_VALUE"
 _STEP = "step/.ATTRIBUTES/VARIABLE_VALUE"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint directory that cannot be used as asked; the message says how to proceed."""
 
 
 def read_run_record(directory: str) -> dict | None:

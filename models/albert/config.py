@@ -13,6 +13,8 @@ import math
 import os
 from typing import Any
 
+from albert.errors import ConfigError
+
 ACTIVATIONS = ("gelu_new", "gelu", "relu", "gelu_pytorch_tanh")
 
 GOOGLE_CONFIG_NAME = "albert_config.json"
@@ -93,7 +95,7 @@ def _kind(value: Any) -> str:
 
 
 def check_field(name: str, value: Any) -> Any:
-    """`value` as AlbertConfig.`name` holds it, or ValueError naming the field.
+    """`value` as AlbertConfig.`name` holds it, or ConfigError (a ValueError) naming the field.
 
     Types are checked, not coerced from text: a config.json "false" is truthy and would build
     a pre-LayerNorm model, "1e-12" fails deep inside Keras, and a JSON true passes Python's
@@ -102,45 +104,45 @@ def check_field(name: str, value: Any) -> Any:
     """
     if name in POSITIVE_INTS:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"AlbertConfig.{name} must be a positive integer, got "
-                             f"{_kind(value)}")
+            raise ConfigError(f"AlbertConfig.{name} must be a positive integer, got "
+                              f"{_kind(value)}")
         return value
     if name in TOKEN_IDS:
         # transformers allows a missing token id (null); the network never reads these.
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or value < 0):
-            raise ValueError(f"AlbertConfig.{name} must be an integer of at least 0 (or null), "
-                             f"got {_kind(value)}")
+            raise ConfigError(f"AlbertConfig.{name} must be an integer of at least 0 (or null), "
+                              f"got {_kind(value)}")
         return value
     if name == "pre_layer_norm":
         if not isinstance(value, bool):
-            raise ValueError(f"AlbertConfig.pre_layer_norm must be true or false, got "
-                             f"{_kind(value)}")
+            raise ConfigError(f"AlbertConfig.pre_layer_norm must be true or false, got "
+                              f"{_kind(value)}")
         return value
     if name == "hidden_act":
         if value not in ACTIVATIONS:
-            raise ValueError(f"AlbertConfig.hidden_act must be one of {ACTIVATIONS}, got "
-                             f"{_kind(value)}")
+            raise ConfigError(f"AlbertConfig.hidden_act must be one of {ACTIVATIONS}, got "
+                              f"{_kind(value)}")
         return value
     if name in PROBABILITIES or name in ("initializer_range", "layer_norm_eps"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"AlbertConfig.{name} must be a number, got {_kind(value)}")
+            raise ConfigError(f"AlbertConfig.{name} must be a number, got {_kind(value)}")
         value = float(value)
         if name in PROBABILITIES and not 0.0 <= value < 1.0:
-            raise ValueError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}")
+            raise ConfigError(f"AlbertConfig.{name} must be in [0, 1), got {value!r}")
         if name == "layer_norm_eps" and not 0.0 < value < math.inf:
             # 0 divides by zero on a constant row; below 0 the square root is NaN.
-            raise ValueError(f"AlbertConfig.layer_norm_eps must be a finite number above 0, "
-                             f"got {value!r}")
+            raise ConfigError(f"AlbertConfig.layer_norm_eps must be a finite number above 0, "
+                              f"got {value!r}")
         if name == "initializer_range" and not 0.0 <= value < math.inf:
-            raise ValueError(f"AlbertConfig.initializer_range must be a finite number of at "
-                             f"least 0, got {value!r}")
+            raise ConfigError(f"AlbertConfig.initializer_range must be a finite number of at "
+                              f"least 0, got {value!r}")
         return value
     import difflib
 
     near = difflib.get_close_matches(name, [f.name for f in dataclasses.fields(AlbertConfig)], 1)
-    raise ValueError(f"{name!r} is not an AlbertConfig field"
-                     + (f" (did you mean {near[0]}?)" if near else ""))
+    raise ConfigError(f"{name!r} is not an AlbertConfig field"
+                      + (f" (did you mean {near[0]}?)" if near else ""))
 
 
 @dataclasses.dataclass
@@ -172,17 +174,17 @@ class AlbertConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError naming the field for any value of the wrong type or range, or any
+        """Raise ConfigError naming the field for any value of the wrong type or range, or any
         inconsistent pair of settings."""
         for f in dataclasses.fields(self):
             check_field(f.name, getattr(self, f.name))
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
+            raise ConfigError(
                 f"AlbertConfig.hidden_size ({self.hidden_size}) must be divisible by "
                 f"num_attention_heads ({self.num_attention_heads})"
             )
         if self.num_hidden_layers % self.num_hidden_groups:
-            raise ValueError(
+            raise ConfigError(
                 f"AlbertConfig.num_hidden_layers ({self.num_hidden_layers}) must be divisible by "
                 f"num_hidden_groups ({self.num_hidden_groups})"
             )
@@ -195,7 +197,7 @@ class AlbertConfig:
     def from_preset(cls, name: str, **overrides: Any) -> AlbertConfig:
         """A preset size ('tiny', 'base', 'large', 'xlarge', 'xxlarge') with optional overrides."""
         if name not in PRESETS:
-            raise ValueError(f"unknown model size {name!r}; expected one of {sorted(PRESETS)}")
+            raise ConfigError(f"unknown model size {name!r}; expected one of {sorted(PRESETS)}")
         return cls(**{**PRESETS[name], **overrides})
 
     @classmethod
@@ -226,19 +228,19 @@ class AlbertConfig:
         except FileNotFoundError:
             raise FileNotFoundError(f"model config not found: {path}") from None
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
+            raise ConfigError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(data, dict):
-            raise ValueError(f"{path} must hold a JSON object (an ALBERT config.json)")
+            raise ConfigError(f"{path} must hold a JSON object (an ALBERT config.json)")
         model_type = data.get("model_type", "albert")
         if model_type != "albert":
-            raise ValueError(
+            raise ConfigError(
                 f"{path} describes a {model_type!r} model, expected an ALBERT config "
                 "(model_type 'albert')"
             )
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError) as e:
-            raise ValueError(f"invalid ALBERT config {path}: {e}") from None
+            raise ConfigError(f"invalid ALBERT config {path}: {e}") from None
 
     @classmethod
     def from_google_dict(cls, data: dict[str, Any], source: str = GOOGLE_CONFIG_NAME
@@ -246,28 +248,28 @@ class AlbertConfig:
         """Build from Google's `albert_config.json` dict; `source` names the file in errors.
 
         hidden_act "gelu" becomes "gelu_new" (see GOOGLE_ACTIVATIONS); settings we do not
-        implement (GOOGLE_UNSUPPORTED) raise ValueError naming the field.
+        implement (GOOGLE_UNSUPPORTED) raise ConfigError naming the field.
         """
         if not isinstance(data, dict):
-            raise ValueError(f"{source} must hold a JSON object")
+            raise ConfigError(f"{source} must hold a JSON object")
         for name, off in GOOGLE_UNSUPPORTED.items():
             value = data.get(name, off)
             if value != off and not (off == [] and value is None):
-                raise ValueError(f"{source}: {name} = {value!r} is not supported (only {off!r}, "
-                                 "the setting of every released ALBERT model)")
+                raise ConfigError(f"{source}: {name} = {value!r} is not supported (only {off!r}, "
+                                  "the setting of every released ALBERT model)")
         if "vocab_size" not in data:
-            raise ValueError(f"{source} has no vocab_size")
+            raise ConfigError(f"{source} has no vocab_size")
         merged = {**GOOGLE_DEFAULTS, **data}
         act = merged["hidden_act"]
         if act not in GOOGLE_ACTIVATIONS:
-            raise ValueError(f"{source}: hidden_act {act!r} is not supported; expected one of "
-                             f"{sorted(GOOGLE_ACTIVATIONS)}")
+            raise ConfigError(f"{source}: hidden_act {act!r} is not supported; expected one of "
+                              f"{sorted(GOOGLE_ACTIVATIONS)}")
         merged["hidden_act"] = GOOGLE_ACTIVATIONS[act]
         fields = {f.name for f in dataclasses.fields(cls)}
         try:
             return cls(**{k: v for k, v in merged.items() if k in fields})
         except (TypeError, ValueError) as e:
-            raise ValueError(f"invalid ALBERT config {source}: {e}") from None
+            raise ConfigError(f"invalid ALBERT config {source}: {e}") from None
 
     @classmethod
     def from_google_json_file(cls, path: str | os.PathLike) -> AlbertConfig:
@@ -281,7 +283,7 @@ class AlbertConfig:
         except FileNotFoundError:
             raise FileNotFoundError(f"model config not found: {path}") from None
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
+            raise ConfigError(f"{path} is not valid JSON: {e}") from None
         return cls.from_google_dict(data, source=path)
 
     def to_json_file(self, path: str | os.PathLike) -> None:

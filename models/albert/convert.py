@@ -27,6 +27,7 @@ import shutil
 import numpy as np
 
 from albert.config import GOOGLE_CONFIG_NAME, AlbertConfig
+from albert.errors import CheckpointError  # the one class; importable from here too
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ PYTORCH_NAME = "pytorch_model.bin"
 HF_VOCAB_NAME = "spiece.model"
 GOOGLE_VOCAB_NAME = "30k-clean.model"
 TFHUB_PREFIX = "module/"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint directory that cannot be loaded; the message names the file and the problem."""
 
 
 def _dense_to_hf(prefix, layer):

@@ -58,6 +58,7 @@ from albert.data.pretraining import InstanceMaker, InstanceOptions
 from albert.data.progress import InputProgress
 from albert.data.report import Totals, closing_line, summary
 from albert.data.workers import generate
+from albert.errors import FlagError, OutputError
 from albert.tokenization import vocab_checksum
 
 logger = logging.getLogger("albert.create_pretraining_data")
@@ -102,21 +103,21 @@ def parse_args(argv=None):
 
 def _check_args(args) -> None:
     if args.num_shards < 1:
-        raise ValueError(f"--num_shards must be at least 1, got {args.num_shards}")
+        raise FlagError(f"--num_shards must be at least 1, got {args.num_shards}")
     if args.dupe_factor < 1:
-        raise ValueError(f"--dupe_factor must be at least 1, got {args.dupe_factor}")
+        raise FlagError(f"--dupe_factor must be at least 1, got {args.dupe_factor}")
     if args.processes < 1:
-        raise ValueError(f"--processes must be at least 1, got {args.processes}")
+        raise FlagError(f"--processes must be at least 1, got {args.processes}")
     if args.readers < 0:
-        raise ValueError(f"--readers must be 0 (automatic) or more, got {args.readers}")
+        raise FlagError(f"--readers must be 0 (automatic) or more, got {args.readers}")
     if not 0 <= args.validation_fraction < 1:
-        raise ValueError(f"--validation_fraction must be in [0, 1), got {args.validation_fraction}")
+        raise FlagError(f"--validation_fraction must be in [0, 1), got {args.validation_fraction}")
     if args.docs_per_chunk < 1:
-        raise ValueError(f"--docs_per_chunk must be at least 1, got {args.docs_per_chunk}")
+        raise FlagError(f"--docs_per_chunk must be at least 1, got {args.docs_per_chunk}")
     if not args.shuffle_buffer_mb > 0:
-        raise ValueError(f"--shuffle_buffer_mb must be positive, got {args.shuffle_buffer_mb}")
+        raise FlagError(f"--shuffle_buffer_mb must be positive, got {args.shuffle_buffer_mb}")
     if not args.text_field:
-        raise ValueError("--text_field must not be empty")
+        raise FlagError("--text_field must not be empty")
 
 
 def _allow_open_files(needed: int) -> None:
@@ -125,8 +126,8 @@ def _allow_open_files(needed: int) -> None:
     if soft >= needed:
         return
     if hard != resource.RLIM_INFINITY and hard < needed:
-        raise ValueError(f"--num_shards needs {needed} open files, but this system allows "
-                         f"{hard} (ulimit -n); use fewer shards")
+        raise FlagError(f"--num_shards needs {needed} open files, but this system allows "
+                        f"{hard} (ulimit -n); use fewer shards")
     resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
@@ -180,7 +181,7 @@ def run(args) -> dict:
         committed = True
     except OSError as e:
         if e.errno == errno.ENOSPC:
-            raise OSError(no_space_message(e)) from None
+            raise OutputError(no_space_message(e)) from None
         raise
     finally:
         if not committed:
@@ -203,11 +204,11 @@ def main(argv=None):
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if in_main_thread else None
     try:
-        result = run(args)
-    except (ValueError, FileNotFoundError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except RuntimeError as e:
+        with flags.user_errors():  # a bad flag or input, a full disk: one line and status 2
+            result = run(args)
+    except SystemExit as e:  # user_errors' (or SIGTERM's) status, returned to a caller in-process
+        return e.code
+    except RuntimeError as e:  # a worker that died, or a bug in one (its traceback): status 1
         print(f"error: {e}", file=sys.stderr)
         return 1
     finally:

@@ -25,6 +25,7 @@ import shutil
 import sys
 
 from albert.convert import new_directory
+from albert.errors import CheckpointError
 from albert.flags import FlagError, check_vocabulary, run_main
 
 logger = logging.getLogger("albert.export")
@@ -211,8 +212,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
     _, head, outputs = TASKS[task]
     if not hasattr(model, head):
-        raise ValueError(f"--task {task} needs a model with a {head} head; "
-                         f"{type(model).__name__} has none")
+        raise FlagError(f"--task {task} needs a model with a {head} head; "
+                        f"{type(model).__name__} has none")
     if spm_model is not None:
         from albert.tokenization import load_spm
 
@@ -279,8 +280,8 @@ def classifier_card(model, card: dict | None) -> dict:
     card.setdefault("labels", None)
     labels = card.get("labels")
     if not regression and labels and len(labels) != model.num_labels:
-        raise ValueError(f"the task card names {len(labels)} labels for a classifier with "
-                         f"{model.num_labels} outputs")
+        raise CheckpointError(f"the task card names {len(labels)} labels for a classifier with "
+                              f"{model.num_labels} outputs")
     return card
 
 
@@ -313,7 +314,7 @@ def prepare(args) -> str:
 
 
 def run(args, source: str | None = None) -> int:
-    from albert.convert import CheckpointError, load_model, vocabulary_file
+    from albert.convert import load_model, vocabulary_file
     from albert.tokenization import load_spm
 
     path = args.checkpoint_path

@@ -10,7 +10,7 @@ import os
 import sys
 
 from albert.config import PRESETS, AlbertConfig
-from albert.errors import FlagError
+from albert.errors import AlbertError, FlagError
 
 # check_fits, check_vocabulary and _parse_override are re-exported for the serving tools and tests.
 from albert.run_spec import check_fits, check_vocabulary, model_config  # noqa: F401
@@ -382,22 +382,15 @@ def check_memory_flags(args) -> None:
 
 @contextlib.contextmanager
 def user_errors():
-    """Turn the errors a user can fix (bad flag, missing data, wrong checkpoint) into one
-    'error: ...' line and exit status 2, instead of a traceback."""
-    from albert.checkpoints import CheckpointError as RunCheckpointError
-    from albert.convert import CheckpointError
-    from albert.data.reader import DataError
-    from albert.errors import AlbertError
-
+    """Turn the errors a user can fix into one 'error: ...' line and exit status 2, instead of a
+    traceback: the AlbertError family (a bad flag, config, checkpoint or input file; an output
+    that cannot be written) and the OSErrors that name their path (a file missing, not
+    readable, a directory where a file belongs or the other way round). Anything else, a plain
+    ValueError included, is a bug and keeps its traceback."""
     try:
         yield
-    except (AlbertError, DataError, CheckpointError, RunCheckpointError, FileNotFoundError,
-            PermissionError) as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        sys.exit(2)
-    except ValueError as e:
-        # Our own ValueErrors name the flag or file; TensorFlow's are not raised as ValueError
-        # from the paths that reach here.
+    except (AlbertError, FileNotFoundError, PermissionError, IsADirectoryError,
+            NotADirectoryError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         sys.exit(2)
 

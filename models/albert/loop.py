@@ -9,6 +9,8 @@ import time
 
 import tensorflow as tf
 
+from albert.errors import DataError, FlagError
+
 logger = logging.getLogger("albert.loop")
 
 
@@ -47,7 +49,7 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
     from tqdm import tqdm
 
     if log_frequency < 1:
-        raise ValueError(f"--log_frequency must be at least 1, got {log_frequency}")
+        raise FlagError(f"--log_frequency must be at least 1, got {log_frequency}")
     dist = trainer.dist
     step = int(trainer.step)
     bar = tqdm(total=total_steps, initial=step, unit="step", mininterval=2.0, file=sys.stderr,
@@ -64,7 +66,7 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
             try:
                 batch = next(batches)
             except StopIteration:
-                raise ValueError("the training data ran out before --total_steps") from None
+                raise DataError("the training data ran out before --total_steps") from None
             except tf.errors.DataLossError as e:
                 bar.close()
                 if last_saved != step:

@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from albert.config import AlbertConfig
+from albert.errors import FlagError
 from albert.plan import RECOMPUTE_MODES
 
 
@@ -406,7 +407,7 @@ def set_recompute(model, mode: str) -> None:
     """Recompute each transformer layer's activations in the backward pass ("layers") or keep
     them ("none"), for any of the public models. Set before the training step is traced."""
     if mode not in RECOMPUTE_MODES:
-        raise ValueError(f"--recompute must be one of {RECOMPUTE_MODES}, got {mode!r}")
+        raise FlagError(f"--recompute must be one of {RECOMPUTE_MODES}, got {mode!r}")
     model.albert.encoder.recompute = mode
 
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from albert.errors import FlagError
 
-class PlanError(ValueError):
+
+class PlanError(FlagError):
     """Batch flags that cannot be satisfied; the message names them."""
 
 
@@ -155,7 +157,7 @@ def activation_bytes(config, seq_length: int, micro_batch: int, precision: str =
     128 and 512) and checked against measured peak memory: see the README.
     """
     if recompute not in RECOMPUTE_MODES:
-        raise ValueError(f"--recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
+        raise FlagError(f"--recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
     c = COMPUTE_BYTES[precision]
     cfg = config
     b, s = micro_batch, seq_length
@@ -241,7 +243,7 @@ def memory_plan(config, seq_length: int, micro_batch: int, *, precision: str = "
     copy of the gradients and Horovod's fusion buffer (and fp16 copies with --fp16_allreduce).
     """
     if precision not in COMPUTE_BYTES:
-        raise ValueError(f"--precision must be one of {sorted(COMPUTE_BYTES)}, got {precision!r}")
+        raise FlagError(f"--precision must be one of {sorted(COMPUTE_BYTES)}, got {precision!r}")
     if device not in RUNTIME_BYTES:
         raise ValueError(f"device must be one of {sorted(RUNTIME_BYTES)}, got {device!r}")
     params = parameter_count(config, head, num_labels)
@@ -357,7 +359,7 @@ def main(argv=None) -> int:
     import argparse
     import sys
 
-    from albert import flags  # the command-line layer (this main is a tool; plan imports nothing)
+    from albert import flags  # the command-line layer (this main is a tool; plan imports errors)
     from albert.config import PRESETS
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -381,8 +383,9 @@ def main(argv=None) -> int:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_gb]
-    print("\n".join(fits_table(args.model_sizes, args.seq_lengths, args.precisions, gbs,
-                               ranks=args.ranks, accumulation=args.accumulation)))
+    with flags.user_errors():  # a flag that cannot work: one line, status 2
+        print("\n".join(fits_table(args.model_sizes, args.seq_lengths, args.precisions, gbs,
+                                   ranks=args.ranks, accumulation=args.accumulation)))
     return 0
 
 

@@ -16,6 +16,7 @@ import json
 import sys
 
 from albert import flags
+from albert.errors import DataError
 from albert.squad_metrics import (
     check_na_probs,
     check_predictions,
@@ -32,7 +33,7 @@ def _load_json(path: str, what: str):
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} not found: {path}") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{what} {path} is not valid JSON: {e}") from None
+        raise DataError(f"{what} {path} is not valid JSON: {e}") from None
 
 
 def main(argv=None) -> int:
@@ -47,10 +48,10 @@ def main(argv=None) -> int:
                    help="override the version read from the data file")
     p.add_argument("--out-file", "--out_file", dest="out_file", default=None)
     args = p.parse_args(argv)
-    try:
+    with flags.user_errors():  # a file that is missing or not SQuAD's layout: one line, status 2
         data = _load_json(args.data_file, "data file")
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-            raise ValueError(f"{args.data_file} is not a SQuAD file (no top-level 'data' list)")
+            raise DataError(f"{args.data_file} is not a SQuAD file (no top-level 'data' list)")
         preds = _load_json(args.pred_file, "predictions file")
         check_predictions(preds, f"predictions file {args.pred_file}")
         version = args.version or detect_version(data)
@@ -58,8 +59,8 @@ def main(argv=None) -> int:
             qids = question_ids(data)
             missing = [q for q in qids if q not in preds]
         except (KeyError, TypeError) as e:
-            raise ValueError(f"{args.data_file} is not in the SQuAD layout (data -> paragraphs "
-                             f"-> qas with an 'id' string): {e!r}") from None
+            raise DataError(f"{args.data_file} is not in the SQuAD layout (data -> paragraphs "
+                            f"-> qas with an 'id' string): {e!r}") from None
         na_probs = None
         if args.na_prob_file:
             na_probs = _load_json(args.na_prob_file, "no-answer file")
@@ -69,11 +70,8 @@ def main(argv=None) -> int:
         try:
             result = evaluate(data, preds, na_probs, version)
         except (KeyError, TypeError) as e:
-            raise ValueError(f"{args.data_file}: a question lacks a field the SQuAD layout has "
-                             f"({e!r})") from None
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            raise DataError(f"{args.data_file}: a question lacks a field the SQuAD layout has "
+                            f"({e!r})") from None
     if missing:
         rule = ("scored 0 and counted in the total" if version == "v1.1"
                 else "left out of every score and total")

@@ -17,10 +17,10 @@ v1.1 and v2.0 differ in edge cases, and each is scored by its own rules:
 Both report how many questions have no prediction under "missing_predictions", and the CLI
 warns about them, as the official scripts print them.
 
-Inputs the official scripts would crash on are a ScoringInputError (a ValueError) instead: a
-prediction that is not a string, a no-answer value that is not a number, and (v2.0) a no-answer
-file without an entry for a question that has a prediction (the official script raises KeyError
-there; scoring on without it would give a wrong best_f1).
+Inputs the official scripts would crash on are a ScoringInputError (an albert.errors.DataError,
+a ValueError) instead: a prediction that is not a string, a no-answer value that is not a number,
+and (v2.0) a no-answer file without an entry for a question that has a prediction (the official
+script raises KeyError there; scoring on without it would give a wrong best_f1).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import collections
 import math
 import re
 import string
+
+from albert.errors import DataError
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
@@ -62,7 +64,7 @@ def f1_v1(prediction: str, gold: str) -> float:
     return _f1(normalize_answer(prediction).split(), normalize_answer(gold).split())
 
 
-class ScoringInputError(ValueError):
+class ScoringInputError(DataError):
     """Predictions or no-answer values the official scripts cannot score; names the input."""
 
 

@@ -8,6 +8,8 @@ import os
 import shutil
 import unicodedata
 
+from albert.errors import DataError
+
 # ALBERT's fixed special-token ids (google-research/albert and every published spiece.model).
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -51,10 +53,10 @@ def load_spm(path: str):
     try:
         sp.Load(path)
     except (OSError, RuntimeError) as e:
-        raise ValueError(f"{path} is not a SentencePiece model: {e}") from None
+        raise DataError(f"{path} is not a SentencePiece model: {e}") from None
     for expected_id, token in enumerate(SPECIAL_TOKENS):
         if sp.PieceToId(token) != expected_id:
-            raise ValueError(
+            raise DataError(
                 f"{path}: token {token!r} has id {sp.PieceToId(token)}, ALBERT expects "
                 f"{expected_id} (train the vocabulary with `python -m albert.train_tokenizer`)"
             )
@@ -102,6 +104,6 @@ def load_tokenizer(path: str):
         write_tokenizer_files(spm_path, tmp)
         tokenizer = AlbertTokenizer.from_pretrained(tmp, local_files_only=True)
     if len(tokenizer) != sp.GetPieceSize():
-        raise ValueError(f"{spm_path}: transformers read {len(tokenizer)} pieces, SentencePiece "
-                         f"{sp.GetPieceSize()}")
+        raise DataError(f"{spm_path}: transformers read {len(tokenizer)} pieces, SentencePiece "
+                        f"{sp.GetPieceSize()}")
     return tokenizer

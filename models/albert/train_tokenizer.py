@@ -43,6 +43,7 @@ from albert.data.corpus import (
     read_documents,
 )
 from albert.data.progress import InputProgress
+from albert.errors import DataError, FlagError, OutputError
 from albert.tokenization import (
     CLS,
     MASK,
@@ -138,11 +139,11 @@ def train_with_summary(args) -> dict:
     import sentencepiece as spm
 
     if args.vocab_size < 10:
-        raise ValueError(f"--vocab_size must be at least 10, got {args.vocab_size}")
+        raise FlagError(f"--vocab_size must be at least 10, got {args.vocab_size}")
     if args.max_sentences < 1:
-        raise ValueError(f"--max_sentences must be at least 1, got {args.max_sentences}")
+        raise FlagError(f"--max_sentences must be at least 1, got {args.max_sentences}")
     if args.processes < 1:
-        raise ValueError(f"--processes must be at least 1, got {args.processes}")
+        raise FlagError(f"--processes must be at least 1, got {args.processes}")
     _check_output_dir(args.output_dir, args.overwrite)
     inputs = InputSkips()
     files = expand_inputs(args.input, inputs)
@@ -160,7 +161,7 @@ def train_with_summary(args) -> dict:
     finally:
         progress.close()
     if not sample:
-        raise ValueError(_no_text_message(files, stats))
+        raise DataError(_no_text_message(files, stats))
     with tempfile.TemporaryDirectory() as tmp:
         text_path = os.path.join(tmp, "sample.txt")
         with open(text_path, "w", encoding="utf-8") as f:
@@ -192,7 +193,7 @@ def train_with_summary(args) -> dict:
         except RuntimeError as e:
             msg = str(e)
             if "Vocabulary size too high" in msg or "vocab_size" in msg:
-                raise ValueError(
+                raise FlagError(
                     f"--vocab_size {args.vocab_size} is too large for a sample of {sampled} "
                     f"sentences: {msg.strip().rstrip('.')}. Use a smaller --vocab_size, more "
                     "text or a larger --max_sentences."
@@ -228,11 +229,11 @@ def _check_output_dir(out: str, overwrite: bool) -> None:
     """Before any work: --output_dir must be a directory (or not exist yet), and a vocabulary in
     it is replaced only on request."""
     if os.path.lexists(out) and not os.path.isdir(out):
-        raise ValueError(f"--output_dir {out} exists and is not a directory; choose a directory "
-                         "(it is created when missing)")
+        raise FlagError(f"--output_dir {out} exists and is not a directory; choose a directory "
+                        "(it is created when missing)")
     existing = os.path.join(out, "spiece.model")
     if os.path.exists(existing) and not overwrite:
-        raise ValueError(
+        raise FlagError(
             f"--output_dir {out} already holds spiece.model (sha256 "
             f"{vocab_checksum(existing)[:12]}...); records and checkpoints made with it would "
             "not fit a new vocabulary: choose another --output_dir, or pass --overwrite to "
@@ -260,7 +261,7 @@ def _install(staged: str, out: str) -> None:
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as e:
-        raise OSError(f"cannot create --output_dir {out}: {e.strerror}") from None
+        raise OutputError(f"cannot create --output_dir {out}: {e.strerror}") from None
     for name in _OUTPUTS:
         partial = os.path.join(out, f".{name}.partial")
         shutil.copyfile(os.path.join(staged, name), partial)
@@ -286,10 +287,10 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
     try:
-        summary = train_with_summary(args)
-    except (ValueError, FileNotFoundError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        with flags.user_errors():  # a bad flag or input, an --output_dir that cannot be written
+            summary = train_with_summary(args)
+    except SystemExit as e:  # user_errors' status 2, returned to a caller in-process
+        return e.code
     skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in summary["skipped"].items())
     print(f"wrote {summary['spm_model']}: trained on {summary['sampled_sentences']} of "
           f"{summary['sentences']} sentences from {summary['documents']} documents"

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from albert.errors import FlagError
 from albert.modeling import dropout_key, set_recompute
 
 
@@ -47,7 +48,7 @@ class Trainer:
                  initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
                  recompute: str | None = None):
         if accum_steps < 1:
-            raise ValueError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
+            raise FlagError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
         if recompute is not None:  # None: as the model was set (modeling.set_recompute)
             set_recompute(model, recompute)  # before the gradient function is traced
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer

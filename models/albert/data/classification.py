@@ -27,13 +27,15 @@ import math
 import os
 import shlex
 
+from albert.errors import DataError, FlagError
+
 logger = logging.getLogger(__name__)
 
 CACHE_VERSION = "2"  # bump when the feature layout or its key changes
 TASKS = ("classification", "regression")
 
 
-class ClassificationDataError(ValueError):
+class ClassificationDataError(DataError):
     """A data file that cannot be used; the message names the file (and line) and the problem."""
 
 
@@ -391,9 +393,9 @@ class FeatureSettings:
 
     def __post_init__(self):
         if self.max_seq_length < 8:
-            raise ValueError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
+            raise FlagError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
         if self.task not in TASKS:
-            raise ValueError(f"--task must be one of {TASKS}, got {self.task!r}")
+            raise FlagError(f"--task must be one of {TASKS}, got {self.task!r}")
 
 
 @dataclasses.dataclass

@@ -20,6 +20,8 @@ import os
 import random
 import sys
 
+from albert.errors import FlagError
+
 # Four topics about different things (the debugger, format strings, dictionaries, comparisons),
 # large enough for a few hundred sentences in all, and far from balanced (the largest is a third).
 DEFAULT_TOPICS = ("compound", "specialnames", "debugger", "string-methods")
@@ -41,7 +43,7 @@ def topic_sentences(topics=DEFAULT_TOPICS) -> dict[str, list[str]]:
 
     unknown = [t for t in topics if t not in help_topics]
     if unknown:
-        raise ValueError(f"unknown help topic(s) {', '.join(unknown)}; some that exist: "
+        raise FlagError(f"unknown help topic(s) {', '.join(unknown)}; some that exist: "
                          f"{', '.join(sorted(help_topics)[:12])}, ...")
     found = {t: list(dict.fromkeys(s for s in _document(help_topics[t]) if _is_prose(s)))
              for t in topics}
@@ -51,7 +53,8 @@ def topic_sentences(topics=DEFAULT_TOPICS) -> dict[str, list[str]]:
     out = {t: [s for s in sentences if seen[s] == 1] for t, sentences in found.items()}
     empty = [t for t, sentences in out.items() if len(sentences) < 10]
     if empty:
-        raise ValueError(f"help topic(s) {', '.join(empty)} have fewer than 10 sentences")
+        raise FlagError(f"--topics: help topic(s) {', '.join(empty)} have fewer than 10 "
+                        "sentences")
     return out
 
 
@@ -140,11 +143,10 @@ def main(argv=None) -> int:
     topics = tuple(t.strip() for t in args.topics.split(",") if t.strip())
     if len(topics) < 2:
         p.error("--topics needs at least two topics")
-    try:
+    from albert.flags import user_errors
+
+    with user_errors():  # an unknown topic, an --output_dir that cannot be written: one line
         counts = write_task(args.output_dir, args.task, topics, args.seed)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     print(f"wrote {args.task}: {counts['train']} train, {counts['dev']} dev, {counts['test']} "
           f"test examples to {args.output_dir}; majority-class dev accuracy "
           f"{counts['dev_majority']:.3f}")

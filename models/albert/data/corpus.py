@@ -52,6 +52,7 @@ from albert.data.text import (
     line_documents,
     text_sentences,
 )
+from albert.errors import DataError, FlagError, OutputError
 
 FORMATS = ("auto", "text", *LAYOUTS, "jsonl", "parquet", "wikipedia")
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
@@ -338,7 +339,7 @@ def open_binary(path: str):
 def check_input(path: str, fmt: str, text_field: str) -> None:
     """Fail before any work on a file that cannot be read as asked (reads only its start).
 
-    Raises ValueError naming the file, what was expected and what was found.
+    Raises DataError naming the file, what was expected and what was found.
     """
     kind = file_format(path, fmt)
     if kind == "parquet":
@@ -348,10 +349,10 @@ def check_input(path: str, fmt: str, text_field: str) -> None:
         with open_binary(path) as f:
             head = f.read(1 << 16)
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
-        raise ValueError(f"input {path}: cannot be read ({_reason(e)})") from None
+        raise DataError(f"input {path}: cannot be read ({_reason(e)})") from None
     if kind == "wikipedia" and head.strip() and b"<mediawiki" not in head:
-        raise ValueError(f"input {path}: not a MediaWiki XML export (no <mediawiki> element at "
-                         "the start); use another --input_format for other files")
+        raise DataError(f"input {path}: not a MediaWiki XML export (no <mediawiki> element at "
+                        "the start); use another --input_format for other files")
     if kind == "jsonl":
         first = next((line for line in head.split(b"\n") if line.strip()), None)
         if first is not None and len(first) < len(head):
@@ -362,12 +363,12 @@ def _check_json_field(path: str, line: bytes, text_field: str) -> None:
     try:
         record = json.loads(line)
     except ValueError:
-        raise ValueError(f"input {path}: line 1 is not JSON; --input_format jsonl expects one "
-                         "JSON object per line") from None
+        raise DataError(f"input {path}: line 1 is not JSON; --input_format jsonl expects one "
+                        "JSON object per line") from None
     if not isinstance(record, dict) or text_field not in record:
         fields = ", ".join(record) if isinstance(record, dict) else type(record).__name__
-        raise ValueError(f"input {path}: the first record has no field {text_field!r} "
-                         f"(it has: {fields}); choose the text with --text_field")
+        raise DataError(f"input {path}: the first record has no field {text_field!r} "
+                        f"(it has: {fields}); choose the text with --text_field")
 
 
 def _reason(e: BaseException) -> str:
@@ -381,7 +382,7 @@ def read_documents(path: str, fmt: str, text_field: str, stats: ReadStats) -> It
     """Stream one file's raw documents in file order: a str (text, paragraphs separated by
     newlines), a list of sentences, or a WikiPage. `finish_document` turns each into sentences.
 
-    Raises ValueError naming the file when its content cannot be read as `fmt`.
+    Raises DataError naming the file when its content cannot be read as `fmt`.
     """
     kind = file_format(path, fmt)
     stats.files += 1
@@ -397,7 +398,7 @@ def read_documents(path: str, fmt: str, text_field: str, stats: ReadStats) -> It
             lines = _decoded_lines(path, stats)
             yield from line_documents(lines) if layout == "line" else blank_documents(lines)
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
-        raise ValueError(f"input {path}: cannot be read ({_reason(e)})") from None
+        raise DataError(f"input {path}: cannot be read ({_reason(e)})") from None
 
 
 def _detect(path: str) -> str:
@@ -443,27 +444,32 @@ def _parquet_file(path: str, text_field: str):
     try:
         pf = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
-        raise ValueError(f"input {path}: not a readable Parquet file ({_reason(e)})") from None
+        raise DataError(f"input {path}: not a readable Parquet file ({_reason(e)})") from None
     schema = pf.schema_arrow
     if text_field not in schema.names:
-        raise ValueError(f"input {path}: no column {text_field!r} (columns: "
-                         f"{', '.join(schema.names)}); choose the text with --text_field")
+        raise DataError(f"input {path}: no column {text_field!r} (columns: "
+                        f"{', '.join(schema.names)}); choose the text with --text_field")
     column_type = schema.field(text_field).type
     if not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
-        raise ValueError(f"input {path}: column {text_field!r} holds {column_type}, not strings")
+        raise DataError(f"input {path}: column {text_field!r} holds {column_type}, not strings")
     return pf
 
 
 def _parquet_documents(path: str, text_field: str, stats: ReadStats) -> Iterator[str]:
+    import pyarrow as pa
+
     pf = _parquet_file(path, text_field)
-    # Record batches keep memory at one batch, whatever the file's size.
-    for batch in pf.iter_batches(batch_size=256, columns=[text_field]):
-        for text in batch.column(0).to_pylist():
-            stats.lines += 1
-            if text is None:
-                stats.null_texts += 1
-            else:
-                yield text
+    try:
+        # Record batches keep memory at one batch, whatever the file's size.
+        for batch in pf.iter_batches(batch_size=256, columns=[text_field]):
+            for text in batch.column(0).to_pylist():
+                stats.lines += 1
+                if text is None:
+                    stats.null_texts += 1
+                else:
+                    yield text
+    except pa.ArrowException as e:  # a damaged page (an OSError is read_documents' to name)
+        raise DataError(f"input {path}: not a readable Parquet file ({_reason(e)})") from None
 
 
 def _local(tag: str) -> str:
@@ -477,8 +483,8 @@ def _wiki_pages(path: str, stats: ReadStats) -> Iterator[WikiPage]:
         try:
             _, root = next(events)
             if _local(root.tag) != "mediawiki":
-                raise ValueError(f"input {path}: not a MediaWiki XML export (root element "
-                                 f"<{_local(root.tag)}>)")
+                raise DataError(f"input {path}: not a MediaWiki XML export (root element "
+                                f"<{_local(root.tag)}>)")
             for event, elem in events:
                 if event != "end":
                     continue
@@ -492,7 +498,7 @@ def _wiki_pages(path: str, stats: ReadStats) -> Iterator[WikiPage]:
                     if page is not None:
                         yield page
         except ET.ParseError as e:
-            raise ValueError(f"input {path}: malformed XML ({e})") from None
+            raise DataError(f"input {path}: malformed XML ({e})") from None
 
 
 def _site_namespaces(elem) -> Namespaces:
@@ -695,9 +701,9 @@ def parse_args(argv=None):
 def write_text(args) -> dict:
     """Writes the text; returns the counts (ReadStats, plus what was written)."""
     if args.processes < 1:
-        raise ValueError(f"--processes must be at least 1, got {args.processes}")
+        raise FlagError(f"--processes must be at least 1, got {args.processes}")
     if args.max_documents < 0:
-        raise ValueError(f"--max_documents must be 0 (all) or more, got {args.max_documents}")
+        raise FlagError(f"--max_documents must be 0 (all) or more, got {args.max_documents}")
     files = expand_inputs(args.input)
     for path in files:
         check_input(path, args.input_format, args.text_field)
@@ -705,7 +711,7 @@ def write_text(args) -> dict:
     try:
         out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")
     except OSError as e:
-        raise ValueError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
+        raise OutputError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
     stats, sentences, written = ReadStats(), 0, 0
     docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
     try:
@@ -730,14 +736,12 @@ def main(argv=None) -> int:
     argv = [a for a in argv if a != "--verbose"]
     args = parse_args(argv)
     try:
-        counts = write_text(args)
+        with flags.user_errors():  # a bad flag, an input that cannot be read: one line, status 2
+            counts = write_text(args)
     except BrokenPipeError:
         # The reader of stdout had enough (| head): not an error. Later flushes go nowhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, FileNotFoundError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()
                         if v and k not in ("files", "lines", "pages", "documents",
                                            "documents_written", "sentences"))

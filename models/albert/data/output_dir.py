@@ -12,6 +12,8 @@ import os
 import shutil
 import socket
 
+from albert.errors import FlagError, OutputError
+
 # The tool these lines are of (they are logged as its own).
 logger = logging.getLogger("albert.create_pretraining_data")
 
@@ -31,20 +33,20 @@ def temporary_name(out: str, kind: str) -> str:
 def check_output_dir(out: str, overwrite: bool, inputs: list[str]) -> None:
     for path in inputs:
         if os.path.commonpath([out, os.path.abspath(path)]) == out:
-            raise ValueError(f"--output_dir {out} holds the input {path}, which replacing the "
-                             "directory would delete; choose another --output_dir")
+            raise FlagError(f"--output_dir {out} holds the input {path}, which replacing the "
+                            "directory would delete; choose another --output_dir")
     if os.path.lexists(out) and not os.path.isdir(out):
-        raise ValueError(f"--output_dir {out} exists and is not a directory")
+        raise FlagError(f"--output_dir {out} exists and is not a directory")
     if os.path.isdir(out):
         if os.path.ismount(out):
-            raise ValueError(f"--output_dir {out} is a mount point, which cannot be replaced "
-                             "atomically; write into a directory below it")
+            raise FlagError(f"--output_dir {out} is a mount point, which cannot be replaced "
+                            "atomically; write into a directory below it")
         entries = sorted(os.listdir(out))
         if entries and not overwrite:
             shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-            raise ValueError(f"--output_dir {out} is not empty ({shown}); pass --overwrite to "
-                             "replace it once the new data is complete, or choose another "
-                             "directory")
+            raise FlagError(f"--output_dir {out} is not empty ({shown}); pass --overwrite to "
+                            "replace it once the new data is complete, or choose another "
+                            "directory")
 
 
 def remove_stale_temporaries(out: str) -> None:
@@ -80,7 +82,7 @@ def make_work_dir(out: str) -> str:
         os.makedirs(os.path.dirname(out), exist_ok=True)
         os.mkdir(work)
     except OSError as e:
-        raise OSError(f"cannot create --output_dir {out}: {e.strerror}") from None
+        raise OutputError(f"cannot create --output_dir {out}: {e.strerror}") from None
     return work
 
 

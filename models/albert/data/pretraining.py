@@ -23,6 +23,7 @@ import itertools
 import random
 import struct
 
+from albert.errors import DataError, FlagError
 from albert.tokenization import load_spm, preprocess_text
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
@@ -46,15 +47,15 @@ class InstanceOptions:
 
     def validate(self):
         if self.max_seq_length < 8:
-            raise ValueError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
+            raise FlagError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
         if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
+            raise FlagError(f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
         if self.max_predictions_per_seq < 1:
-            raise ValueError("--max_predictions_per_seq must be at least 1")
+            raise FlagError("--max_predictions_per_seq must be at least 1")
         if self.ngram < 1:
-            raise ValueError(f"--ngram must be at least 1, got {self.ngram}")
+            raise FlagError(f"--ngram must be at least 1, got {self.ngram}")
         if not 0 <= self.short_seq_prob <= 1:
-            raise ValueError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+            raise FlagError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
 
 
 @dataclasses.dataclass
@@ -98,7 +99,7 @@ class InstanceMaker:
         self.sp = load_spm(spm_model)
         self.vocab_size = self.sp.GetPieceSize()
         if self.vocab_size <= NUM_SPECIAL:
-            raise ValueError(f"{spm_model}: vocabulary of {self.vocab_size} pieces is too small")
+            raise DataError(f"{spm_model}: vocabulary of {self.vocab_size} pieces is too small")
         self.start_piece = [is_start_piece(self.sp.IdToPiece(i)) for i in range(self.vocab_size)]
         self.start_piece[CLS_ID] = self.start_piece[SEP_ID] = True
         self._varints = [_encode_varint(i) for i in range(max(self.vocab_size, 1 << 14))]

@@ -28,12 +28,9 @@ import zlib
 import tensorflow as tf
 
 from albert.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, masked_crc
+from albert.errors import DataError  # the family's; importable from here too
 
 logger = logging.getLogger(__name__)
-
-
-class DataError(ValueError):
-    """Input files that cannot be read as asked; the message names the pattern or file."""
 
 
 def is_hidden_or_temporary(path: str) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from albert.data.chunks import KEY, GeneratorSettings
 from albert.data.report import Totals, no_instances_message
 from albert.data.tfrecord import framed_length, open_output
+from albert.errors import DataError, FlagError
 
 SPLITS = ("train", "validation")
 _MAX_PARTS = 256  # files open at once when a bucket is split by key range
@@ -136,10 +137,10 @@ def _shard_tasks(settings: GeneratorSettings, buckets: Buckets, work: str, gzip:
     """
     per_split = [sum(c for (split, _), c in buckets.counts.items() if split == s) for s in (0, 1)]
     if per_split == [0, 0]:
-        raise ValueError(no_instances_message(totals))
+        raise DataError(no_instances_message(totals))
     if per_split[0] == 0:
-        raise ValueError(f"no train instances: all {per_split[1]} went to the validation set; "
-                         "use a smaller --validation_fraction")
+        raise FlagError(f"no train instances: all {per_split[1]} went to the validation set; "
+                        "use a smaller --validation_fraction")
     ext = ".tfrecord.gz" if gzip else ".tfrecord"
     tasks = {}
     for split, name in enumerate(SPLITS):

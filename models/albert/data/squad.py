@@ -34,6 +34,8 @@ import unicodedata
 
 import numpy as np
 
+from albert.errors import DataError, FlagError
+
 logger = logging.getLogger(__name__)
 
 # Bump when the feature layout changes (2: windows stored unpadded, with their real length).
@@ -44,11 +46,11 @@ BUCKET = 64
 PADDINGS = ("batch", "max")
 
 
-class SquadError(ValueError):
+class SquadError(DataError):
     """A SQuAD file that cannot be used; the message names the file and the entry."""
 
 
-class SettingsError(ValueError):
+class SettingsError(FlagError):
     """Feature settings that cannot work; the message names the flag."""
 
 

@@ -23,6 +23,7 @@ from albert.data.pretraining import InstanceMaker
 from albert.data.progress import InputProgress, ReadPosition
 from albert.data.report import Totals
 from albert.data.shuffle import Buckets, write_shard, write_shards
+from albert.errors import AlbertError
 
 _POSITION_SECONDS = 1.0  # how often a reader says how far it has read
 
@@ -82,10 +83,12 @@ def generate(settings: GeneratorSettings, files: list[str], work: str, processes
 
 
 def _describe(e: BaseException) -> tuple[str, str]:
-    """An exception -> (kind, one-line message); unexpected ones keep their traceback."""
+    """An exception -> (kind, one-line message): a user's error (the AlbertError family, a file
+    that cannot be read or written), or a bug, a plain ValueError too, that keeps its
+    traceback."""
     if isinstance(e, OSError) and e.errno == errno.ENOSPC:
         return "input", no_space_message(e)
-    if isinstance(e, ValueError | OSError):
+    if isinstance(e, AlbertError | OSError):
         return "input", str(e)
     return "bug", traceback.format_exc()
 
@@ -126,7 +129,7 @@ def _maker_main(parent: int, settings: GeneratorSettings, task_q, result_q) -> N
         result_q.put(("error", *_describe(e)))
 
 
-class WorkerError(ValueError):
+class WorkerError(AlbertError, ValueError):
     """A worker process reported bad input or a full disk (the message says which)."""
 
 
