@@ -19,7 +19,7 @@ PACKAGE = os.path.dirname(albert.__file__)
 
 # Modules whose flag checks another part of issue 27 converts: remove each from here once its
 # errors are the family's.
-PENDING = {"albert.precision", "albert.xla_plan", "albert.run_spec"}
+PENDING = set()
 
 
 def _modules():

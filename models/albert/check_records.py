@@ -130,9 +130,7 @@ def check(args) -> int:
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
-    argv = [a for a in argv if a != "--verbose"]
+    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     # The reader logs how it took a pattern apart (a comma split); stderr, as the errors.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)

@@ -196,9 +196,7 @@ def _exit_on_sigterm(signum, frame):
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
-    argv = [a for a in argv if a != "--verbose"]
+    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()

@@ -103,7 +103,7 @@ def on_chief(dist: Distributed, fn):
             raise error
         return result
     shared = dist.allgather_object((result, None if error is None else str(error),
-                                    isinstance(error, AlbertError | ValueError)))[0]
+                                    isinstance(error, AlbertError)))[0]
     if error is not None:
         raise error
     if shared[1] is not None:

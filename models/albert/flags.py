@@ -442,18 +442,23 @@ def quiet_start(verbose: bool) -> None:
         sys.meta_path.insert(0, _QuietImport())
 
 
+def quiet_argv(argv=None) -> list[str]:
+    """A command's arguments (sys.argv[1:] by default) without --verbose, which every command
+    takes, after quiet_start for it: what each main() does first."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    quiet_start("--verbose" in argv)
+    return [a for a in argv if a != "--verbose"]
+
+
 def run_main(parse_args, run, argv=None, prepare=None) -> int:
     """A CLI's main(): start-up noise silenced (quiet_start; --verbose, which every command
     takes, keeps it), logging set up as every tool logs, flags parsed, run(args) with the user's
     errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
-    prepare's checks need no TensorFlow, and their FlagError is answered before user_errors'
-    imports pull it in, so a typo costs no wait."""
+    prepare's checks need no TensorFlow, and their FlagError is answered before run() imports
+    it, so a typo costs no wait."""
     import logging
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    verbose = "--verbose" in argv
-    argv = [a for a in argv if a != "--verbose"]
-    quiet_start(verbose)
+    argv = quiet_argv(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
     try:

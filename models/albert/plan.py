@@ -362,9 +362,7 @@ def main(argv=None) -> int:
     from albert import flags  # the command-line layer (this main is a tool; plan imports errors)
     from albert.config import PRESETS
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
-    argv = [a for a in argv if a != "--verbose"]
+    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     p = argparse.ArgumentParser(prog="python -m albert.plan", description=(
         "The largest micro-batch per GPU that the memory plan fits, without / with "
         "--recompute layers, for each preset, sequence length and precision."))

@@ -21,6 +21,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from albert.errors import CheckpointError, FlagError
+
 logger = logging.getLogger("albert.run_spec")
 
 # Spec entries a resume may change; everything else must match the recorded run.
@@ -127,7 +129,6 @@ class Batching:
 
     def plan(self, ranks: int):
         """The BatchPlan for `ranks` processes (FlagError naming the flags that disagree)."""
-        from albert.errors import FlagError
         from albert.plan import PlanError, resolve_batch_plan
 
         if self.auto:
@@ -202,7 +203,6 @@ class RunSpec:
 def parse_override(item: str):
     """--config_override KEY=VALUE -> (key, checked value)."""
     from albert.config import check_field
-    from albert.errors import FlagError
 
     if "=" not in item:
         raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
@@ -230,7 +230,6 @@ def model_config(source: ModelSource, vocabulary: str | None):
     """The config a new model gets: --model_config or --model_size, then the vocabulary's size
     (or --vocab_size) and --config_override."""
     from albert.config import PRESETS, AlbertConfig
-    from albert.errors import FlagError
 
     if source.model_config:
         data = AlbertConfig.from_json_file(source.model_config).to_dict()
@@ -259,8 +258,6 @@ def model_config(source: ModelSource, vocabulary: str | None):
 
 def check_fits(config, max_seq_length: int) -> None:
     """The one check that --max_seq_length fits the model's positions."""
-    from albert.errors import FlagError
-
     if max_seq_length > config.max_position_embeddings:
         raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
                         f"max_position_embeddings ({config.max_position_embeddings})")
@@ -268,8 +265,6 @@ def check_fits(config, max_seq_length: int) -> None:
 
 def check_vocabulary(config, pieces: int, spm_model: str) -> None:
     """The one check that a vocabulary's size is the model's (else its ids mean other tokens)."""
-    from albert.errors import FlagError
-
     if pieces != config.vocab_size:
         raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
                         f"vocab_size is {config.vocab_size}: pass the --spm_model it was "
@@ -353,8 +348,6 @@ def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -
     """Refuse to resume the run recorded in `directory` under another spec; log a changed
     --total_steps. `previous` is the recorded run record (None: none). Returns the spec the
     resumed run goes on with (a run recorded before specs keeps its optimizer's form)."""
-    from albert.checkpoints import CheckpointError
-
     recorded = (previous or {}).get("spec")
     if recorded is None:
         logger.warning("%s holds a run recorded before run specs: its settings cannot be "
@@ -392,7 +385,7 @@ def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
     for name, default in defaults.items():
         given, trained = flags.get(name), features.get(name)
         if given is not None and trained is not None and given != trained:
-            raise ValueError(f"--{name} {given} differs from the {trained} that {model} was "
+            raise FlagError(f"--{name} {given} differs from the {trained} that {model} was "
                              f"fine-tuned with: drop --{name}")
         out[name] = given if given is not None else trained if trained is not None else default
     return out
@@ -438,9 +431,11 @@ def read_task_card(path: str) -> dict | None:
             with open(candidate, encoding="utf-8") as f:
                 found = json.load(f)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"{candidate} (of the model {path}) is unreadable ({e})") from None
+            raise CheckpointError(f"{candidate} (of the model {path}) is unreadable "
+                                  f"({e})") from None
         if not isinstance(found, dict):
-            raise ValueError(f"{candidate} (of the model {path}) does not hold a JSON object")
+            raise CheckpointError(f"{candidate} (of the model {path}) does not hold a JSON "
+                                  "object")
         if candidate.endswith("run.json"):
             return task_card(found["spec"]) if found.get("spec") else None
         return found

@@ -227,7 +227,8 @@ def train(task, model, dist, metrics):
                  evaluations=periodic, evaluate_at_end=False, metrics=metrics,
                  metrics_fn=task.metrics_fn, sequences_per_update=plan.global_batch,
                  log_frequency=out.log_frequency, checkpoint_frequency=out.checkpoint_frequency,
-                 progress=out.progress, explain_data_error=task.explain_data_error)
+                 progress=out.progress,
+                 explain_data_error=lambda e: task.explain_data_error(e) or e)
     step = int(trainer.step)
     if status == "done":
         if dist.is_chief:

@@ -37,9 +37,7 @@ def _load_json(path: str, what: str):
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
-    argv = [a for a in argv if a != "--verbose"]
+    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("data_file")
     p.add_argument("pred_file")

@@ -731,9 +731,7 @@ def write_text(args) -> dict:
 def main(argv=None) -> int:
     from albert import flags  # the command-line layer (this main is a tool; corpus is data)
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    flags.quiet_start("--verbose" in argv)  # as every tool: --verbose keeps the start-up lines
-    argv = [a for a in argv if a != "--verbose"]
+    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     args = parse_args(argv)
     try:
         with flags.user_errors():  # a bad flag, an input that cannot be read: one line, status 2

@@ -82,6 +82,7 @@ class Task:
         return None
 
     def explain_data_error(self, error):
+        """The error to raise for a corrupt input record (None: the original)."""
         return None
 
     # -- evaluation and export ------------------------------------------------------------------
