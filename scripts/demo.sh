@@ -187,7 +187,7 @@ qa = paragraph["qas"][0]
 print(json.dumps({"id": qa["id"], "question": qa["question"], "context": paragraph["context"],
                   "expected": " / ".join(a["text"] for a in qa["answers"])}))
 PY
-$PY -m albert.answer --model "$OUT/squad_pretrained/serving/1" --max_seq_length "$QA_SEQ" \
+$PY -m albert.answer --checkpoint_path "$OUT/squad_pretrained/serving/1" --max_seq_length "$QA_SEQ" \
     --no_progress \
     --input "$OUT/one_question.jsonl" --output "$OUT/one_answer.jsonl"
 $PY - "$OUT" <<'PY'
@@ -198,7 +198,7 @@ print(f"passage:  {a['context']}\nquestion: {a['question']}\n"
       f"{a['expected']})")
 PY
 cat <<MSG
-serving:      $OUT/squad_pretrained/serving/1 (SavedModel; python -m albert.answer --model ... --question ... --context ...)
+serving:      $OUT/squad_pretrained/serving/1 (SavedModel; python -m albert.answer --checkpoint_path ... --question ... --context ...)
 checkpoints:  $OUT/pretraining/checkpoints (Hugging Face export in .../final), $OUT/squad_pretrained/checkpoints, $OUT/squad_scratch/checkpoints
 predictions:  $OUT/squad_pretrained/predictions.json, $OUT/squad_scratch/predictions.json
 TensorBoard:  .venv/bin/tensorboard --logdir $(printf '%q' "$OUT")   (pretraining/logs against pretraining/baselines; squad_pretrained/logs against squad_scratch/logs)

@@ -231,9 +231,10 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
 
 
 def _needs_value(parser) -> set[str]:
-    """The option strings of `parser` that cannot stand without a value."""
-    return {option for action in parser._actions if action.nargs not in (0, "?", "*")
-            for option in action.option_strings}
+    """The option strings of `parser` that cannot stand without a value (an old spelling too:
+    albert.flags.add_alias)."""
+    return {option for option, action in parser._option_string_actions.items()
+            if action.nargs not in (0, "?", "*")}
 
 
 def _check_values(args) -> None:

@@ -78,7 +78,7 @@ def check_same_as_run_squad(rows, finetuned, threshold=1e9):
 
 def test_answers_from_checkpoint_equal_run_squad(finetuned):
     out = finetuned[0]
-    run_module("albert.answer", ["--model", str(out / "ckpt" / "final"), "--input",
+    run_module("albert.answer", ["--checkpoint_path", str(out / "ckpt" / "final"), "--input",
                                  str(out / "questions.jsonl"), "--output",
                                  str(out / "from_hf.jsonl"), "--batch_size", "16", *WINDOW])
     check_same_as_run_squad(answers_of(out / "from_hf.jsonl"), finetuned)
@@ -87,7 +87,7 @@ def test_answers_from_checkpoint_equal_run_squad(finetuned):
 def test_answers_from_saved_model_equal_run_squad(finetuned):
     out, _, null_odds, _ = finetuned
     # Exported from the trainer's own checkpoint directory, the vocabulary found in its final/.
-    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--task", "qa",
+    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--head", "qa",
                                  "--output_dir", str(out / "serving" / "1")])
     # A threshold between two of run_squad's null score differences, in the widest gap near the
     # middle, so that some questions get "" and the rest their span.
@@ -96,9 +96,10 @@ def test_answers_from_saved_model_equal_run_squad(finetuned):
     low, high = max(zip(middle[:-1], middle[1:], strict=True), key=lambda p: p[1] - p[0])
     assert high - low > 1e-3
     threshold = (low + high) / 2
-    proc = run_module("albert.answer", ["--model", str(out / "serving" / "1"), "--input",
-                                        str(out / "questions.jsonl"), "--batch_size", "16",
-                                        *WINDOW, "--null_score_diff_threshold", str(threshold)])
+    proc = run_module("albert.answer", ["--checkpoint_path", str(out / "serving" / "1"),
+                                        "--input", str(out / "questions.jsonl"), "--batch_size",
+                                        "16", *WINDOW, "--null_score_diff_threshold",
+                                        str(threshold)])
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     check_same_as_run_squad(rows, finetuned, threshold)
     answered = sum(not r["no_answer"] for r in rows)
@@ -109,9 +110,10 @@ def test_answers_from_saved_model_equal_run_squad(finetuned):
 def test_one_question(finetuned):
     out, predictions, _, lines = finetuned
     question = lines[0]
-    proc = run_module("albert.answer", ["--model", str(out / "ckpt" / "final"), "--question",
-                                        question["question"], "--context", question["context"],
-                                        *WINDOW, "--output", str(out / "one.jsonl")])
+    proc = run_module("albert.answer", ["--checkpoint_path", str(out / "ckpt" / "final"),
+                                        "--question", question["question"], "--context",
+                                        question["context"], *WINDOW, "--output",
+                                        str(out / "one.jsonl")])
     assert f"answer: {predictions[question['id']]}\n" in proc.stdout
     assert "no_answer: false\n" in proc.stdout
     (row,) = answers_of(out / "one.jsonl")
@@ -125,7 +127,7 @@ def test_one_question(finetuned):
     ("no_context", "--question needs a non-empty --context"),
     ("bad_line", "bad.jsonl line 2 is not valid JSON"),
     ("blank_question", "bad.jsonl line 1: \"question\" must be a non-empty string"),
-    ("missing_model", "--model {tmp}/nope does not exist"),
+    ("missing_model", "--checkpoint_path {tmp}/nope does not exist"),
     ("pretraining_export", "is not a question-answering SavedModel (its serving_default "
                            "signature returns mlm_logits, sop_logits"),
     ("long_window", "--max_seq_length 384 exceeds the model's max_position_embeddings (64)"),
@@ -160,7 +162,7 @@ def test_clear_errors(case, message, sample_vocab, tmp_path):
         AlbertForQuestionAnswering(config).build_for_config().save_pretrained(
             tmp_path / "hf", spm_model=sample_vocab)
         model = str(tmp_path / "hf")
-    proc = run_module("albert.answer", ["--model", model, *argv], check=False)
+    proc = run_module("albert.answer", ["--checkpoint_path", model, *argv], check=False)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message.format(tmp=tmp_path) in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
@@ -210,7 +212,7 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
                           seed=5)
     examples, data, _ = squad.read_squad(dev)
     tokenizer = load_tokenizer(sample_vocab)
-    args = answer.parse_args(["--model", "unused", "--input", dev, "--no_progress",
+    args = answer.parse_args(["--checkpoint_path", "unused", "--input", dev, "--no_progress",
                               "--batch_size", "7", "--squad_version", "squadv2", *WINDOW[:6]])
     settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
     features = squad.featurize(examples, tokenizer, settings, training=False)
@@ -274,7 +276,7 @@ def test_padding_batch_and_max_give_the_same_answers(sample_vocab, tmp_path):
             start[pad] = end[pad] = 50.0  # far above every real token's
             return start, end
 
-        args = answer.parse_args(["--model", "unused", "--input", dev, "--no_progress",
+        args = answer.parse_args(["--checkpoint_path", "unused", "--input", dev, "--no_progress",
                                   "--batch_size", "8", "--squad_version", "squadv2",
                                   "--max_seq_length", "192", "--doc_stride", "64",
                                   "--max_query_length", "24", "--padding", padding])
@@ -312,7 +314,7 @@ def test_run_squad_predictions_are_whole_words(finetuned):
 
 def test_saved_model_answers_with_its_fine_tuning_windows_without_flags(finetuned, tmp_path):
     out = finetuned[0]
-    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--task", "qa",
+    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--head", "qa",
                                  "--output_dir", str(tmp_path / "serving" / "1")])
     card = json.loads((tmp_path / "serving" / "1" / "assets" / "albert_task.json").read_text())
     assert card["task"] == "squad" and card["vocabulary_sha256"]
@@ -322,26 +324,26 @@ def test_saved_model_answers_with_its_fine_tuning_windows_without_flags(finetune
     assert card["features"]["squad_version"] == "v2.0"
     # No window flags: the model's own (run_squad's defaults, 384/128/64, would answer otherwise
     # and exceed this model's 512 positions only by luck).
-    proc = run_module("albert.answer", ["--model", str(tmp_path / "serving" / "1"), "--input",
-                                        str(out / "questions.jsonl"), "--batch_size", "16",
-                                        "--null_score_diff_threshold", "1e9"])
+    proc = run_module("albert.answer", ["--checkpoint_path", str(tmp_path / "serving" / "1"),
+                                        "--input", str(out / "questions.jsonl"), "--batch_size",
+                                        "16", "--null_score_diff_threshold", "1e9"])
     check_same_as_run_squad([json.loads(line) for line in proc.stdout.splitlines()], finetuned)
     assert "windows as fine-tuned: --max_seq_length 96 --doc_stride 48" in proc.stderr
     # The Hugging Face export (final/) and the checkpoint directory carry them too.
     for model in (out / "ckpt" / "final", out / "ckpt"):
         question = finetuned[3][0]
-        one = run_module("albert.answer", ["--model", str(model), "--question",
+        one = run_module("albert.answer", ["--checkpoint_path", str(model), "--question",
                                            question["question"], "--context",
                                            question["context"],
                                            "--null_score_diff_threshold", "1e9"])
         assert f"answer: {finetuned[1][question['id']]}\n" in one.stdout
     # A window flag that disagrees is refused; an inference knob is not.
-    bad = run_module("albert.answer", ["--model", str(tmp_path / "serving" / "1"),
+    bad = run_module("albert.answer", ["--checkpoint_path", str(tmp_path / "serving" / "1"),
                                        "--question", "who?", "--context", "it is mira.",
                                        "--doc_stride", "64"], check=False)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert (f"--doc_stride 64 differs from the 48 that --model {tmp_path / 'serving' / '1'} was "
-            "fine-tuned with: drop --doc_stride") in bad.stderr
+    assert (f"--doc_stride 64 differs from the 48 that --checkpoint_path "
+            f"{tmp_path / 'serving' / '1'} was fine-tuned with: drop --doc_stride") in bad.stderr
 
 
 def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
@@ -358,11 +360,11 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
     write_task_card(str(model), {"task": "squad", "features": {"max_seq_length": 128},
                                  "labels": None,
                                  "vocabulary_sha256": file_sha256(str(tmp_path / "a.model"))})
-    args = argparse.Namespace(model=str(model), max_seq_length=None, doc_stride=None,
+    args = argparse.Namespace(checkpoint_path=str(model), max_seq_length=None, doc_stride=None,
                               max_query_length=None, squad_version=None)
     apply_task_card(args, str(tmp_path / "a.model"))
     assert (args.max_seq_length, args.doc_stride, args.squad_version) == (128, 128, "squadv2")
-    with pytest.raises(FlagError, match="is not the one --model .* was fine-tuned with"):
+    with pytest.raises(FlagError, match="is not the one --checkpoint_path .* was fine-tuned with"):
         apply_task_card(args, str(tmp_path / "b.model"))
 
 

@@ -1,5 +1,5 @@
 """albert.classify as a user runs it: run_classifier's predictions from the SavedModel its
---export_dir writes and from albert.export --task classification, from the checkpoint and its
+--export_dir writes and from albert.export --head classification, from the checkpoint and its
 Hugging Face export; regression scores; the model's own feature settings; clear errors."""
 
 import json
@@ -106,7 +106,7 @@ def test_saved_model_of_run_classifier_export_dir_gives_its_predictions(topic_ru
     assert card["task"] == "classification" and card["labels"] == result["labels"]
     assert card["features"]["max_seq_length"] == SEQ and card["vocabulary_sha256"]
     # No --max_seq_length: the model's own (64; a model without a card would be read at 128).
-    classify = run_module("albert.classify", ["--model", str(saved), "--input",
+    classify = run_module("albert.classify", ["--checkpoint_path", str(saved), "--input",
                                               str(out / "topic" / "dev.tsv"), "--output",
                                               str(tmp_path / "labels.jsonl")])
     assert f"features as fine-tuned: --max_seq_length {SEQ}" in classify.stderr
@@ -123,20 +123,21 @@ def test_saved_model_of_run_classifier_export_dir_gives_its_predictions(topic_ru
 
 
 def test_albert_export_task_classification_gives_the_same(topic_run, reference, tmp_path):
-    """albert.export --task classification from the checkpoint: the same card, the same
+    """albert.export --head classification from the checkpoint: the same card, the same
     answers, one text at a time (--max_seq_length that agrees with the model is accepted)."""
     out, _ = topic_run
     saved = tmp_path / "serving" / "2"
     proc = run_module("albert.export", ["--checkpoint_path", str(out / "run" / "checkpoints"),
-                                        "--task", "classification", "--output_dir", str(saved)])
+                                        "--head", "classification", "--output_dir", str(saved)])
     assert "exported classification SavedModel" in proc.stdout and "logits" in proc.stdout
     assert sorted(os.listdir(saved / "assets")) == ["albert_task.json", "config.json",
                                                     "spiece.model"]
     assert (json.loads((saved / "assets" / "albert_task.json").read_text())
             == json.loads((out / "serving" / "1" / "assets" / "albert_task.json").read_text()))
     dev = read_tsv(out / "topic" / "dev.tsv")
-    one = run_module("albert.classify", ["--model", str(saved), "--text", dev[1]["sentence"],
-                                         "--max_seq_length", str(SEQ), "--batch_size", "3"])
+    one = run_module("albert.classify", ["--checkpoint_path", str(saved), "--text",
+                                         dev[1]["sentence"], "--max_seq_length", str(SEQ),
+                                         "--batch_size", "3"])
     (row,) = [json.loads(line) for line in one.stdout.splitlines()]
     assert row["text"] == dev[1]["sentence"] and set(row) == {"text", "label", "probabilities"}
     assert row["label"] == read_tsv(out / "run" / "eval_predictions.tsv")[1]["prediction"]
@@ -144,7 +145,7 @@ def test_albert_export_task_classification_gives_the_same(topic_run, reference, 
 
 
 def test_checkpoint_and_its_hugging_face_export_give_the_same(topic_run, reference, tmp_path):
-    """--model the run's checkpoint directory (labels from its run record) and its final/
+    """--checkpoint_path the run's checkpoint directory (labels from its run record) and its final/
     (labels from id2label and the card beside it), with JSON lines keyed "text"."""
     out, _ = topic_run
     dev = read_tsv(out / "topic" / "dev.tsv")
@@ -152,7 +153,7 @@ def test_checkpoint_and_its_hugging_face_export_give_the_same(topic_run, referen
         json.dumps({"id": f"d{i}", "text": d["sentence"]}) + "\n" + ("\n" if i == 3 else "")
         for i, d in enumerate(dev)))
     for model in (out / "run" / "checkpoints", out / "run" / "checkpoints" / "final"):
-        run_module("albert.classify", ["--model", str(model), "--input",
+        run_module("albert.classify", ["--checkpoint_path", str(model), "--input",
                                        str(tmp_path / "dev.jsonl"), "--output",
                                        str(tmp_path / "out.jsonl"), "--batch_size", "50"])
         rows = read_jsonl(tmp_path / "out.jsonl")
@@ -170,7 +171,7 @@ def regression_run(sample_vocab, tmp_path_factory):
         (out / name).write_text("".join(json.dumps(r) + "\n" for r in part))
     proc = run_module("albert.run_classifier", [
         "--train_file", str(out / "train.jsonl"), "--eval_file", str(out / "dev.jsonl"),
-        "--predict_file", str(out / "dev.jsonl"), "--text_a", "q", "--text_b", "a", "--label",
+        "--test_file", str(out / "dev.jsonl"), "--text_a", "q", "--text_b", "a", "--label",
         "y", "--task", "regression", "--model_size", "tiny", "--config_override",
         "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
         "--per_gpu_batch_size", "4", "--total_steps", "3", "--output_dir", str(out / "o"),
@@ -184,7 +185,7 @@ def test_regression_scores_equal_run_classifier_predictions(regression_run, tmp_
     out, _ = regression_run
     assert json.loads((out / "serving" / "assets" / "albert_task.json").read_text())[
         "task"] == "regression"
-    proc = run_module("albert.classify", ["--model", str(out / "serving"), "--input",
+    proc = run_module("albert.classify", ["--checkpoint_path", str(out / "serving"), "--input",
                                           str(out / "dev.jsonl")])
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     predicted = read_tsv(out / "o" / "predictions.tsv")
@@ -194,10 +195,11 @@ def test_regression_scores_equal_run_classifier_predictions(regression_run, tmp_
     dev = read_jsonl(out / "dev.jsonl")
     assert [{k: v for k, v in r.items() if k != "score"} for r in rows] == dev
     # A pair model asked about one text is refused: those are not the features it learnt.
-    single = run_module("albert.classify", ["--model", str(out / "serving"), "--text",
+    single = run_module("albert.classify", ["--checkpoint_path", str(out / "serving"), "--text",
                                             "question 1 ?"], check=False)
-    refused(single, f"--model {out / 'serving'} was fine-tuned on pairs of texts (columns q, "
-                    "a) but --text gives single texts: give the second text with --text_b")
+    refused(single, f"--checkpoint_path {out / 'serving'} was fine-tuned on pairs of texts "
+                    "(columns q, a) but --text gives single texts: give the second text with "
+                    "--text_b")
 
 
 def test_metric_regexes_match_run_classifier_log_lines(topic_run, regression_run):
@@ -255,18 +257,18 @@ def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_p
     dev = str(out / "topic" / "dev.tsv")
     argv, message = {
         "max_seq_length": (["--text", "x", "--max_seq_length", "32"],
-                           f"--max_seq_length 32 differs from the {SEQ} that --model {saved} was "
-                           "fine-tuned with: drop --max_seq_length"),
+                           f"--max_seq_length 32 differs from the {SEQ} that --checkpoint_path "
+                           f"{saved} was fine-tuned with: drop --max_seq_length"),
         "vocabulary": (["--text", "x", "--spm_model",
                         other_vocabulary(sample_vocab, tmp_path / "other.model")],
-                       f"the vocabulary {tmp_path / 'other.model'} is not the one --model "
-                       f"{saved} was fine-tuned with (its content differs)"),
+                       f"the vocabulary {tmp_path / 'other.model'} is not the one "
+                       f"--checkpoint_path {saved} was fine-tuned with (its content differs)"),
         "output_dir": (["--input", dev, "--output", str(tmp_path)],
                        f"--output {tmp_path} is a directory: give a file name for the JSON "
                        f"lines, e.g. {tmp_path / 'labels.jsonl'}"),
         "pair": (["--text", "x", "--text_b", "y"],
-                 f"--model {saved} was fine-tuned on single texts (column sentence) but --text "
-                 "gives pairs: drop --text_b"),
+                 f"--checkpoint_path {saved} was fine-tuned on single texts (column sentence) "
+                 "but --text gives pairs: drop --text_b"),
         "both_inputs": (["--text", "x", "--input", dev],
                         "give either --text (with --text_b for a pair) or --input"),
         "no_input": (["--input", str(tmp_path / "nope.jsonl")],
@@ -284,7 +286,8 @@ def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_p
         write_task_card(str(tmp_path / "qa"), {"task": "squad", "features": {}})
         saved = str(tmp_path / "qa")
     before = sorted(os.listdir(tmp_path))
-    refused(run_module("albert.classify", ["--model", saved, *argv], check=False), message)
+    refused(run_module("albert.classify", ["--checkpoint_path", saved, *argv], check=False),
+            message)
     assert sorted(os.listdir(tmp_path)) == before  # nothing written
 
 
@@ -296,6 +299,6 @@ def test_a_card_that_disagrees_with_a_copied_model_is_refused(topic_run, tmp_pat
     card = json.loads(path.read_text())
     card["labels"] = card["labels"][:3]
     path.write_text(json.dumps(card))
-    refused(run_module("albert.classify", ["--model", str(tmp_path / "m"), "--text", "x"],
-                       check=False),
-            f"--model {tmp_path / 'm'} has 4 outputs but its task card names 3 labels")
+    refused(run_module("albert.classify", ["--checkpoint_path", str(tmp_path / "m"), "--text",
+                                           "x"], check=False),
+            f"--checkpoint_path {tmp_path / 'm'} has 4 outputs but its task card names 3 labels")

@@ -181,8 +181,9 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
 
     from albert.sagemaker_entry import boolean_flags
 
+    scored = "test_file" if entry == "run_classifier" else "predict_file"
     data = ["--train_dir", "t", "--val_dir", "false"] if entry == "run_pretraining" else [
-        "--train_file", "false", "--predict_file", "true"]
+        "--train_file", "false", f"--{scored}", "true"]
     proc = subprocess.run(
         [sys.executable, LAUNCHER, "--entry_point", entry, "--dry_run", *data, "--total_steps",
          "10", "--skip_xla", "false", "--no_progress", "true", "--eager"],
@@ -197,9 +198,9 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
         assert hp["val_dir"] == "false" and args.val_dir == "false"
     else:
         # Values, not flags; relative data files are read under the FSx channel.
-        assert (hp["train_file"], hp["predict_file"]) == ("false", "true")
+        assert (hp["train_file"], hp[scored]) == ("false", "true")
         prefix = hp["filesystem_prefix"]
-        assert (args.train_file, args.predict_file) == (f"{prefix}/false", f"{prefix}/true")
+        assert (args.train_file, getattr(args, scored)) == (f"{prefix}/false", f"{prefix}/true")
     assert (args.skip_xla, args.no_progress, args.eager) == (False, True, True)
     assert "--skip_xla" in boolean_flags(module) and "--val_dir" not in boolean_flags(module)
 

@@ -97,7 +97,7 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
     trainer_checkpoint(model, tmp_path / "ckpt")
     out = tmp_path / "serving" / "1"
-    proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--task", "qa",
+    proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--head", "qa",
                    "--output_dir", str(out), "--spm_model", sample_vocab])
     assert "exported qa SavedModel" in proc.stdout
     assert sorted(os.listdir(out / "assets")) == ["config.json", "spiece.model"]
@@ -128,7 +128,7 @@ def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
     model = AlbertForPreTraining(tiny()).build_for_config()
     model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "3"
-    export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "pretraining",
+    export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "pretraining",
             "--output_dir", str(out)])  # the vocabulary is found beside the weights
     with open(sample_vocab, "rb") as a, open(out / "assets" / "spiece.model", "rb") as b:
         assert a.read() == b.read()
@@ -150,7 +150,7 @@ def test_export_replaces_an_existing_version(tmp_path):
     export_saved_model(second, str(out), "qa")
     assert json.loads((out / "assets" / "config.json").read_text())["vocab_size"] == 60
     assert sorted(os.listdir(tmp_path / "serving")) == ["1"]  # no temporary leftovers
-    with pytest.raises(ValueError, match="--task pretraining needs a model with a predictions"):
+    with pytest.raises(ValueError, match="--head pretraining needs a model with a predictions"):
         export_saved_model(second, str(tmp_path / "x"), "pretraining")
 
 
@@ -163,7 +163,7 @@ def test_export_replaces_an_existing_version(tmp_path):
 ])
 def test_export_errors(case, message, sample_vocab, tmp_path):
     model = AlbertForPreTraining(tiny()).build_for_config()
-    argv = ["--task", "qa", "--output_dir", str(tmp_path / "out")]
+    argv = ["--head", "qa", "--output_dir", str(tmp_path / "out")]
     if case == "missing":
         argv += ["--checkpoint_path", str(tmp_path / "nope")]
     elif case == "no_vocab":
@@ -238,10 +238,10 @@ def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_pat
     message = ("the vocabulary {} has 2000 pieces but the model's vocab_size is 1000: pass "
                "the --spm_model it was trained with")
     out = tmp_path / "serving" / "1"
-    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "qa", "--output_dir",
+    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa", "--output_dir",
                    str(out)], check=False)
     refused(proc, message.format(tmp_path / "hf" / "spiece.model"))
-    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "qa", "--output_dir",
+    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa", "--output_dir",
                    str(out), "--spm_model", sample_vocab], check=False)
     refused(proc, message.format(sample_vocab))
     assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving")
@@ -256,7 +256,7 @@ def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint
     fake_saved_model(tmp_path / "serving" / "1")
     fake_saved_model(tmp_path / "serving" / "2")
     before = {d: tree(tmp_path / d) for d in ("run", "serving")}
-    base = ["--task", "qa", "--spm_model", sample_vocab, "--checkpoint_path"]
+    base = ["--head", "qa", "--spm_model", sample_vocab, "--checkpoint_path"]
     cases = [
         # TF Serving's base path instead of a version directory.
         ([str(ckpt), "--output_dir", str(tmp_path / "serving")],
@@ -321,7 +321,7 @@ def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
     (tmp_path / "serving").write_text("not a directory")
     for out, where in ((tmp_path / "serving", "is a file"),
                        (tmp_path / "serving" / "1", f"lies under the file {tmp_path / 'serving'}")):
-        refused(export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "qa",
+        refused(export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa",
                         "--output_dir", str(out)], check=False),
                 f"--output_dir {out} {where}: give a directory for the SavedModel")
     assert (tmp_path / "serving").read_text() == "not a directory"
@@ -329,10 +329,10 @@ def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
 
 def test_item11_answer_output_that_is_a_directory_is_refused_before_inference(tmp_path):
     (tmp_path / "answers").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "albert.answer", "--model", str(tmp_path),
-                           "--question", "Who?", "--context", "Mira did.", "--output",
-                           str(tmp_path / "answers")], capture_output=True, text=True,
-                          timeout=120, env=ENV)
+    proc = subprocess.run([sys.executable, "-m", "albert.answer", "--checkpoint_path",
+                           str(tmp_path), "--question", "Who?", "--context", "Mira did.",
+                           "--output", str(tmp_path / "answers")], capture_output=True,
+                          text=True, timeout=120, env=ENV)
     refused(proc, f"--output {tmp_path / 'answers'} is a directory: give a file name for the "
                   f"JSON lines, e.g. {tmp_path / 'answers' / 'answers.jsonl'}")
     assert sorted(os.listdir(tmp_path)) == ["answers"]  # no answers.tmp left behind
@@ -358,7 +358,7 @@ def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample
         "--per_gpu_batch_size", "2", "--total_steps", "1", "--checkpoint_dir", str(ckpt),
         "--log_dir", str(tmp_path / "logs"), "--skip_xla", "--no_progress"], 0o002)
     assert (ckpt / "final").stat().st_mode & 0o777 == 0o775
-    cli("albert.export", ["--checkpoint_path", str(ckpt), "--task", "pretraining",
+    cli("albert.export", ["--checkpoint_path", str(ckpt), "--head", "pretraining",
                           "--output_dir", str(tmp_path / "serving" / "1")], 0o022)
     for path in (tmp_path / "serving" / "1", tmp_path / "serving" / "1" / "assets"):
         assert path.stat().st_mode & 0o777 == 0o755, path
@@ -378,7 +378,7 @@ def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_pa
     model = AlbertForSequenceClassification(tiny(), 3, labels).build_for_config()
     model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "1"
-    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--task", "classification",
+    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",
                    "--output_dir", str(out)])
     assert "(signature serving_default: logits)" in proc.stdout
     assert json.loads((out / "assets" / "albert_task.json").read_text()) == {
@@ -396,7 +396,7 @@ def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_pa
 def test_classification_export_of_a_regression_model_and_of_another_task(sample_vocab,
                                                                          tmp_path, capsys):
     """One output: a regression card. A model fine-tuned for SQuAD (its card says so) is not
-    exported as a classifier: refused naming the --task to use."""
+    exported as a classifier: refused naming the --head to use."""
     from albert import AlbertForSequenceClassification
     from albert.export import export_saved_model
     from albert.export import main as export_main
@@ -412,10 +412,10 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     regression.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
     write_task_card(str(tmp_path / "hf"), {"task": "squad", "features": {}})
     with pytest.raises(SystemExit) as exit_code:
-        export_main(["--checkpoint_path", str(tmp_path / "hf"), "--task", "classification",
+        export_main(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",
                      "--output_dir", str(tmp_path / "serving" / "2")])
     assert exit_code.value.code == 2
     assert capsys.readouterr().err == (
-        f"error: --task classification: {tmp_path / 'hf'} was fine-tuned for squad; export it "
-        "with --task qa\n")
+        f"error: --head classification: {tmp_path / 'hf'} was fine-tuned for squad; export it "
+        "with --head qa\n")
     assert not (tmp_path / "serving" / "2").exists()

@@ -89,3 +89,185 @@ def test_fine_tuners_read_relative_files_under_the_filesystem_prefix(tmp_path):
     assert glue.checkpoint_dir == str(tmp_path / "out" / "checkpoints")
     local = run_squad.parse_args(["--train_file", "squad/train.json"])
     assert local.train_file == "squad/train.json"
+
+
+# -- one name per idea across the tools: the old spellings are aliases (issue 27) ----------------
+
+class _Built(Exception):
+    pass
+
+
+def tool_parser(module: str):
+    """The ArgumentParser of `python -m albert.<module>`: the one its parse_args, or else its
+    main, builds, caught before it parses anything."""
+    import argparse
+    import importlib
+    from unittest import mock
+
+    tool = importlib.import_module(f"albert.{module}")
+
+    def caught(self, *args, **kwargs):
+        raise _Built(self)
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_known_args", caught):
+        try:
+            (tool.parse_args if hasattr(tool, "parse_args") else tool.main)([])
+        except _Built as built:
+            return built.args[0]
+    raise AssertionError(f"albert.{module} built no parser")
+
+
+def parse(module: str, argv) -> tuple[dict, str]:
+    """(the flags `python -m albert.<module> argv` parses to, what parsing wrote to stderr), in
+    this process: through the tool's parse_args when it has one (the runners resolve their paths
+    there), else through the parser its main builds."""
+    import contextlib
+    import importlib
+    import io
+
+    tool = importlib.import_module(f"albert.{module}")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        args = (tool.parse_args(argv) if hasattr(tool, "parse_args")
+                else tool_parser(module).parse_args(argv))
+    return vars(args), err.getvalue()
+
+
+# (tool, the flags every case of it needs, old spelling, its values, new name, its values)
+RENAMED = [
+    ("run_classifier", [], "--predict_file", ["test.tsv"], "--test_file", ["test.tsv"]),
+    ("answer", ["--question", "q", "--context", "c"], "--model", ["serving/1"],
+     "--checkpoint_path", ["serving/1"]),
+    ("classify", ["--text", "t"], "--model", ["serving/1"], "--checkpoint_path", ["serving/1"]),
+    ("export", ["--checkpoint_path", "ckpt", "--output_dir", "serving/1"], "--task", ["qa"],
+     "--head", ["qa"]),
+    ("squad_eval", ["dev.json", "predictions.json"], "--na-prob-file", ["null_odds.json"],
+     "--na_prob_file", ["null_odds.json"]),
+    ("squad_eval", ["dev.json", "predictions.json"], "--out-file", ["scores.json"], "--output",
+     ["scores.json"]),
+    ("squad_eval", ["dev.json", "predictions.json"], "--out_file", ["scores.json"], "--output",
+     ["scores.json"]),
+    ("squad_eval", ["dev.json", "predictions.json"], "--version", ["v1.1"], "--squad_version",
+     ["squadv1"]),
+    ("data.squad_sample", ["--output_dir", "squad"], "--version", ["v1.1"], "--squad_version",
+     ["squadv1"]),
+    ("data.classification_sample", ["--output_dir", "pairs"], "--task", ["same_topic"],
+     "--sample_task", ["same_topic"]),
+    ("plan", [], "--model_sizes", ["tiny", "base"], "--model_size", ["tiny", "base"]),
+    ("plan", [], "--seq_lengths", ["128", "256"], "--max_seq_length", ["128", "256"]),
+    ("plan", [], "--precisions", ["bf16"], "--precision", ["bf16"]),
+    ("plan", [], "--memory_gb", ["16", "80"], "--memory_budget_gb", ["16", "80"]),
+    ("plan", [], "--ranks", ["4"], "--plan_ranks", ["4"]),
+    ("plan", [], "--accumulation", ["3"], "--gradient_accumulation_steps", ["3"]),
+]
+
+
+@pytest.mark.parametrize("tool, common, old, old_values, new, new_values", RENAMED,
+                         ids=[f"{case[0]}{case[2]}" for case in RENAMED])
+def test_old_spelling_is_an_alias_with_one_deprecation_line(tool, common, old, old_values, new,
+                                                            new_values):
+    old_args, old_err = parse(tool, [*common, old, *old_values])
+    new_args, new_err = parse(tool, [*common, new, *new_values])
+    assert old_args == new_args  # every flag alike: the new name's value, nothing else differs
+    assert new_err == ""
+    assert old_err.splitlines() == [f"{old} is deprecated; use {new}"]
+    # --old=value too (argparse's other form), and the old spelling among other flags.
+    if len(old_values) == 1:
+        assert parse(tool, [f"{old}={old_values[0]}", *common]) == (old_args, old_err)
+
+
+@pytest.mark.parametrize("tool, common, value, same", [
+    ("run_squad", ["--predict_file", "dev.json"], "v2.0", "squadv2"),
+    ("run_squad", ["--predict_file", "dev.json"], "v1.1", "squadv1"),
+    ("answer", ["--checkpoint_path", "serving/1", "--question", "q", "--context", "c"], "v1.1",
+     "squadv1"),
+    ("squad_eval", ["dev.json", "predictions.json"], "v2.0", "squadv2"),
+    ("data.squad_sample", ["--output_dir", "squad"], "v1.1", "squadv1"),
+])
+def test_squad_version_takes_either_spelling_of_its_values(tool, common, value, same):
+    """One flag (--squad_version) and one value set (squadv1|squadv2) in the four tools that
+    take a SQuAD version; the files' own spelling (v1.1, v2.0) is read as the same value."""
+    args, err = parse(tool, [*common, "--squad_version", value])
+    assert args["squad_version"] == same and err == ""
+    assert args == parse(tool, [*common, "--squad_version", same])[0]
+
+
+TOOLS = sorted({case[0] for case in RENAMED} | {"run_squad"})
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_help_names_the_new_flags_only_and_each_default_once(tool, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    text = tool_parser(tool).format_help()
+    for case in RENAMED:
+        if case[0] == tool:
+            assert re.search(rf"\n  {re.escape(case[4])}\b", text), (case[4], text)
+            assert not re.search(rf"(?<![\w-]){re.escape(case[2])}(?![\w-])", text), \
+                (case[2], text)
+    if tool in ("run_squad", "answer", "squad_eval", "data.squad_sample"):
+        assert "--squad_version {squadv1,squadv2}" in text and "--version" not in text
+    for entry in re.split(r"\n  (?=-)", text):
+        assert "(default: None)" not in entry and "(default: False)" not in entry, entry
+        assert len(re.findall(r"\bdefault\b", entry, re.I)) <= 1, entry
+
+
+def test_old_spellings_run_as_the_new_ones(tmp_path):
+    """The whole command, not only its flags: albert.plan and albert.squad_eval under their old
+    spellings print what they print under the new ones, after one deprecation line per flag."""
+    new = ["--model_size", "tiny", "--max_seq_length", "128", "--precision", "fp32",
+           "--memory_budget_gb", "16", "--plan_ranks", "2", "--gradient_accumulation_steps", "1"]
+    old = ["--model_sizes", "tiny", "--seq_lengths", "128", "--precisions", "fp32",
+           "--memory_gb", "16", "--ranks", "2", "--accumulation", "1"]
+    code, out, err = run_in_process("plan", new)
+    assert (code, err) == (0, "") and "| tiny | 128 | fp32 |" in out
+    assert run_in_process("plan", old) == (0, out, "".join(
+        f"{o} is deprecated; use {n}\n" for o, n in zip(old[::2], new[::2], strict=True)))
+
+    import json
+
+    data = {"version": "v2.0", "data": [{"paragraphs": [{"context": "Mira owns it.", "qas": [
+        {"id": "a", "question": "Who?", "is_impossible": False,
+         "answers": [{"text": "Mira", "answer_start": 0}]},
+        {"id": "b", "question": "What?", "is_impossible": True, "answers": []}]}]}]}
+    (tmp_path / "dev.json").write_text(json.dumps(data))
+    (tmp_path / "pred.json").write_text(json.dumps({"a": "Mira", "b": ""}))
+    (tmp_path / "na.json").write_text(json.dumps({"a": 0.1, "b": 0.9}))
+    files = [tmp_path / "dev.json", tmp_path / "pred.json"]
+    code, out, err = run_in_process("squad_eval", [*files, "--na_prob_file", tmp_path / "na.json",
+                                                   "--output", tmp_path / "new.json"])
+    assert (code, err) == (0, "") and json.loads(out)["f1"] == 100.0
+    assert run_in_process("squad_eval", [*files, "--na-prob-file", tmp_path / "na.json",
+                                         "--out-file", tmp_path / "old.json"]) == (
+        0, out, "--na-prob-file is deprecated; use --na_prob_file\n"
+                "--out-file is deprecated; use --output\n")
+    assert (tmp_path / "old.json").read_text() == (tmp_path / "new.json").read_text()
+
+
+def test_add_alias_is_the_new_flags_own_action():
+    """flags.add_alias: an alias satisfies a required flag, takes --old=value, converts and checks
+    its values as the new name does, reads an old spelling of a value, is hidden from --help, and
+    cannot take a name that is already a flag."""
+    import argparse
+    import contextlib
+    import io
+
+    from albert.flags import add_alias
+
+    p = argparse.ArgumentParser()
+    g = p.add_argument_group("group")
+    g.add_argument("--size", type=int, choices=(1, 2, 3), required=True)
+    g.add_argument("--mode", choices=("fast", "slow"), default="fast")
+    add_alias(g, "--size", "--sizes", "--n")
+    add_alias(p, "--mode", "--speed", values={"quick": "fast"})
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        args = p.parse_args(["--n=2", "--speed", "quick"])
+    assert (args.size, args.mode) == (2, "fast")
+    assert err.getvalue().splitlines() == ["--n is deprecated; use --size",
+                                           "--speed is deprecated; use --mode"]
+    for argv in ([], ["--sizes", "4"], ["--sizes", "x"], ["--size", "1", "--mode", "slowest"]):
+        with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+            p.parse_args(argv)
+    assert "--sizes" not in p.format_help() and "--speed" not in p.format_help()
+    with pytest.raises(ValueError, match="--mode is already a flag"):
+        add_alias(p, "--size", "--mode")

@@ -136,9 +136,10 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
 
     from albert.plan import largest_fitting, plan_fits
 
-    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "large",
-                           "xxlarge", "--seq_lengths", "512", "--precisions", "bf16",
-                           "--memory_gb", "16", "80"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "large",
+                           "xxlarge", "--max_seq_length", "512", "--precision", "bf16",
+                           "--memory_budget_gb", "16", "80"], capture_output=True, text=True,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     rows = proc.stdout.strip().splitlines()
     assert rows[0] == "| model | seq | precision | 16 GB | 80 GB |"
@@ -157,14 +158,15 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     # gradients alone (12 x 0.8 GB) exceed it.
     assert rows[3].startswith("| xxlarge | 512 | bf16 | 0 / ")
     for value in ("0", "inf", "nan"):
-        bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", value],
+        bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_budget_gb", value],
                              capture_output=True, text=True, timeout=120)
-        assert bad.returncode == 2 and f"error: --memory_gb {value}: a size in GB must be" \
-            in bad.stderr
+        assert bad.returncode == 2 and f"error: --memory_budget_gb {value}: a size in GB must " \
+            "be" in bad.stderr
     # A length the model has no positions for is said so, and the search bound is "at least".
-    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "tiny",
-                           "--seq_lengths", "128", "1024", "--precisions", "fp32", "--memory_gb",
-                           "1000"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "tiny",
+                           "--max_seq_length", "128", "1024", "--precision", "fp32",
+                           "--memory_budget_gb", "1000"], capture_output=True, text=True,
+                          timeout=120)
     rows = proc.stdout.strip().splitlines()
     assert rows[2].endswith(" / >= 65536 |") and "longer than tiny's 512 positions" in rows[3]
 
@@ -197,22 +199,22 @@ def test_batch_plan_is_exact_or_refused():
 
 def test_item15_plan_gives_one_message_per_bad_value():
     """Issue 24 item 15: one combined message blamed every flag for one bad value, and
-    --memory_gb 1000000 was refused as not "above 0"."""
+    --memory_gb (now --memory_budget_gb) 1000000 was refused as not "above 0"."""
     import subprocess
     import sys
 
-    bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_gb", "16", "0", "inf",
-                          "--seq_lengths", "128", "1", "--ranks", "0"], capture_output=True,
-                         text=True, timeout=120)
+    bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_budget_gb", "16", "0",
+                          "inf", "--max_seq_length", "128", "1", "--plan_ranks", "0"],
+                         capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.splitlines() == [
-        "error: --memory_gb 0: a size in GB must be above 0",
-        "error: --memory_gb inf: a size in GB must be a finite number",
-        "error: --seq_lengths 1: a sequence length must be at least 2",
-        "error: --ranks 0: must be at least 1",
+        "error: --memory_budget_gb 0: a size in GB must be above 0",
+        "error: --memory_budget_gb inf: a size in GB must be a finite number",
+        "error: --max_seq_length 1: a sequence length must be at least 2",
+        "error: --plan_ranks 0: must be at least 1",
     ]
-    huge = subprocess.run([sys.executable, "-m", "albert.plan", "--model_sizes", "tiny",
-                           "--seq_lengths", "128", "--precisions", "fp32", "--memory_gb",
+    huge = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "tiny",
+                           "--max_seq_length", "128", "--precision", "fp32", "--memory_budget_gb",
                            "1000000"], capture_output=True, text=True, timeout=120)
     assert huge.returncode == 0, huge.stderr
     assert huge.stdout.splitlines()[-1] == "| tiny | 128 | fp32 | >= 65536 / >= 65536 |"

@@ -40,7 +40,7 @@ def topic_task(tmp_path_factory):
 
 def training_argv(topic_dir, vocab, out, batch=32):
     return ["--train_file", str(topic_dir / "train.tsv"), "--eval_file",
-            str(topic_dir / "dev.tsv"), "--predict_file", str(topic_dir / "test.tsv"),
+            str(topic_dir / "dev.tsv"), "--test_file", str(topic_dir / "test.tsv"),
             "--model_size", "tiny", "--config_override", "num_hidden_layers=2",
             "--spm_model", vocab, "--max_seq_length", "64", "--per_gpu_batch_size", str(batch),
             "--learning_rate", "5e-4", "--num_train_epochs", "5", "--log_frequency", "50",
@@ -107,7 +107,7 @@ def test_two_ranks_score_exactly_as_one(finetuned, topic_task, tmp_path):
     may differ in the last bits: each rank's batches are padded to other lengths."""
     out, _, _ = finetuned
     topic_dir, _ = topic_task
-    proc = run_classifier(["--eval_file", str(topic_dir / "dev.tsv"), "--predict_file",
+    proc = run_classifier(["--eval_file", str(topic_dir / "dev.tsv"), "--test_file",
                            str(topic_dir / "test.tsv"), "--load_from", "pretrained",
                            "--checkpoint_path", str(out / "ckpt" / "final"), "--max_seq_length",
                            "64", "--eval_batch_size", "24", "--cache_dir", str(tmp_path / "c"),
@@ -173,7 +173,7 @@ def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_t
     common = ["--load_from", "checkpoint", "--checkpoint_path", str(out / "ckpt"),
               "--max_seq_length", "64", "--cache_dir", str(tmp_path / "cache"), "--log_dir",
               str(tmp_path / "logs"), "--no_progress", "--xla", "off"]
-    run_classifier(common + ["--predict_file", str(topic_dir / "dev.tsv"), "--output_dir",
+    run_classifier(common + ["--test_file", str(topic_dir / "dev.tsv"), "--output_dir",
                              str(tmp_path / "predicted")])
     run_classifier(common + ["--eval_file", str(topic_dir / "dev.tsv"), "--output_dir",
                              str(tmp_path / "scored")])
@@ -240,7 +240,7 @@ def test_glue_presets_run_end_to_end(task, metrics, sample_vocab, tmp_path):
               str(i % 2), f"{(i % 6) * 0.8:.3f}") for i in range(48)]
     d = glue_files(task, tmp_path, pairs)
     proc = run_classifier(["--glue_task", task, "--train_file", str(d / "train.tsv"),
-                           "--eval_file", str(d / "dev.tsv"), "--predict_file",
+                           "--eval_file", str(d / "dev.tsv"), "--test_file",
                            str(d / "test.tsv"), "--model_size", "tiny", "--config_override",
                            "num_hidden_layers=1", "--spm_model", sample_vocab,
                            "--max_seq_length", "32", "--per_gpu_batch_size", "8",
@@ -272,7 +272,7 @@ def jsonl_regression(sample_vocab, tmp_path_factory):
     for name, part in (("train.jsonl", rows), ("dev.jsonl", rows[:6])):
         (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in part))
     proc = run_classifier(["--train_file", str(tmp_path / "train.jsonl"), "--eval_file",
-                           str(tmp_path / "dev.jsonl"), "--predict_file",
+                           str(tmp_path / "dev.jsonl"), "--test_file",
                            str(tmp_path / "dev.jsonl"), "--text_a", "q", "--text_b", "a",
                            "--label", "y", "--task", "regression", "--model_size", "tiny",
                            "--config_override", "num_hidden_layers=1", "--spm_model",

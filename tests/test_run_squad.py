@@ -57,7 +57,7 @@ def test_tiny_model_learns_planted_answers(finetuned, squad_files):
     nbest = json.loads((out / "pred" / "nbest_predictions.json").read_text())
     assert set(preds) == set(odds) == set(nbest) and len(preds) == result["total"]
     scored = subprocess.run([sys.executable, "-m", "albert.squad_eval", squad_files[1],
-                             str(out / "pred" / "predictions.json"), "--na-prob-file",
+                             str(out / "pred" / "predictions.json"), "--na_prob_file",
                              str(out / "pred" / "null_odds.json")], capture_output=True,
                             text=True, check=True)
     assert json.loads(scored.stdout)["f1"] == pytest.approx(result["f1"])

@@ -128,7 +128,7 @@ def test_cli_prints_json_and_errors(tmp_path):
     preds.write_text(json.dumps({"a": "Paris", "b": "1990", "c": "", "d": ""}))
     na.write_text(json.dumps({"a": 0.0, "b": 0.0, "c": 1.0, "d": 1.0}))
     out = subprocess.run([sys.executable, "-m", "albert.squad_eval", str(data), str(preds),
-                          "--na-prob-file", str(na)], capture_output=True, text=True, check=True)
+                          "--na_prob_file", str(na)], capture_output=True, text=True, check=True)
     result = json.loads(out.stdout)
     assert result["exact"] == 100.0 and result["best_f1"] == 100.0
     bad = tmp_path / "bad.json"
@@ -158,7 +158,7 @@ def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
     data = write_json(tmp_path / "d.json", v2_data())
     preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})
     na = write_json(tmp_path / "n.json", {"a": 0.0, "b": 0.0})
-    proc = squad_eval(data, preds, "--na-prob-file", na)
+    proc = squad_eval(data, preds, "--na_prob_file", na)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
         f"error: no-answer file {na}: no value for 2 of the 4 predicted questions: 'c', 'd'; the "
@@ -168,7 +168,7 @@ def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
     # the data does not have are ignored, as there.
     write_json(preds, {"a": "Paris", "b": "1990", "c": ""})
     write_json(na, {"a": 0.0, "b": 0.0, "c": 1.0, "zz": 0.5})
-    ok = squad_eval(data, preds, "--na-prob-file", na)
+    ok = squad_eval(data, preds, "--na_prob_file", na)
     assert ok.returncode == 0, ok.stderr
     # Over the 3 scored questions (the official sweep mixes in unpredicted 'd': 133.3).
     assert json.loads(ok.stdout)["best_f1"] == 100.0
@@ -217,7 +217,7 @@ def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds,
     argv = [data, p]
     n = tmp_path / "n.json"
     if na is not None:
-        argv += ["--na-prob-file", write_json(n, na)]
+        argv += ["--na_prob_file", write_json(n, na)]
     proc = squad_eval(*argv)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [message.format(p=p, n=n)]

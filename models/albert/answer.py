@@ -1,13 +1,13 @@
 """Ask a fine-tuned ALBERT question-answering model: one question, or a JSON-lines file of them.
 
-    python -m albert.answer --model serving/1 --question "Who owns the zorvan module?" \\
+    python -m albert.answer --checkpoint_path serving/1 --question "Who owns the zorvan module?" \\
         --context "... The owner of the zorvan module is mira castell. ..."
-    python -m albert.answer --model runs/squad/checkpoints/final --input questions.jsonl \\
-        --output answers.jsonl
+    python -m albert.answer --checkpoint_path runs/squad/checkpoints/final \\
+        --input questions.jsonl --output answers.jsonl
 
---model is a SavedModel written by `albert.export --task qa` (or run_squad's export), a trainer
-checkpoint (prefix or directory), or a Hugging Face / Google directory holding a QA head. Contexts
-are split into windows and answers chosen exactly as run_squad does (albert.data.squad's
+--checkpoint_path is a SavedModel written by `albert.export --head qa` (or run_squad's export), a
+trainer checkpoint (prefix or directory), or a Hugging Face / Google directory holding a QA head.
+Contexts are split into windows and answers chosen exactly as run_squad does (albert.data.squad's
 featurize and postprocess, the same flags and defaults), so on the same questions the answers
 equal run_squad's predictions.json. Windows go through the model --batch_size at a time, batched
 as run_squad batches its predictions (albert.data.squad's plan_batches): with --padding batch (the
@@ -31,8 +31,16 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter, check_fits, check_vocabulary, run_main
+from albert.flags import (
+    FlagError,
+    HelpFormatter,
+    add_alias,
+    check_fits,
+    check_vocabulary,
+    run_main,
+)
 from albert.serving import check_output_file, write_jsonl
+from albert.tasks.squad import VERSIONS
 
 logger = logging.getLogger("albert.answer")
 
@@ -43,8 +51,9 @@ WINDOW_DEFAULTS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length":
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=HelpFormatter)
-    p.add_argument("--model", required=True,
+    p.add_argument("--checkpoint_path", required=True,
                    help="QA SavedModel, trainer checkpoint, Hugging Face or Google directory")
+    add_alias(p, "--checkpoint_path", "--model")
     p.add_argument("--question", default=None, help="one question (with --context)")
     p.add_argument("--context", default=None, help="the passage to answer --question from")
     p.add_argument("--input", default=None,
@@ -52,10 +61,13 @@ def parse_args(argv=None):
     p.add_argument("--output", default=None,
                    help="write JSON lines here (default: stdout for --input)")
     p.add_argument("--spm_model", default=None,
-                   help="SentencePiece vocabulary (default: the one that comes with --model)")
-    p.add_argument("--squad_version", choices=("squadv1", "squadv2"), default=None,
+                   help="SentencePiece vocabulary (default: the one that comes with "
+                        "--checkpoint_path)")
+    p.add_argument("--squad_version", choices=tuple(VERSIONS), default=None,
                    help="squadv2: the model may prefer no answer; squadv1: always answer "
-                        "(default: the model's fine-tuning data's, else squadv2)")
+                        "(v2.0 and v1.1 are read as those; default: the model's fine-tuning "
+                        "data's, else squadv2)")
+    add_alias(p, "--squad_version", values={v: k for k, v in VERSIONS.items()})
     p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
     g = p.add_argument_group(
         "windows", "the model's own settings by default: those it was fine-tuned with (the task "
@@ -78,8 +90,9 @@ def parse_args(argv=None):
 
 def check_args(args) -> None:
     """Flag errors a user can fix, found before TensorFlow is imported."""
-    if not os.path.exists(args.model) and not os.path.isfile(args.model + ".index"):
-        raise FlagError(f"--model {args.model} does not exist")
+    model = args.checkpoint_path
+    if not os.path.exists(model) and not os.path.isfile(model + ".index"):
+        raise FlagError(f"--checkpoint_path {model} does not exist")
     if (args.question is None) == (args.input is None):
         raise FlagError("give either --question (with --context) or --input")
     if args.question is not None:
@@ -154,13 +167,13 @@ def load_qa_model(path: str):
         outputs = sorted(signature.structured_outputs) if signature is not None else []
         if not {"start_logits", "end_logits"} <= set(outputs):
             raise CheckpointError(
-                f"--model {path} is not a question-answering SavedModel (its serving_default "
-                f"signature returns {', '.join(outputs) or 'nothing'}, not start_logits and "
-                f"end_logits); export one with python -m albert.export --task qa")
+                f"--checkpoint_path {path} is not a question-answering SavedModel (its "
+                f"serving_default signature returns {', '.join(outputs) or 'nothing'}, not "
+                f"start_logits and end_logits); export one with python -m albert.export --head qa")
         config_path = os.path.join(path, "assets", "config.json")
         if not os.path.isfile(config_path):
-            raise CheckpointError(f"--model {path} has no assets/config.json: export it with "
-                                  "python -m albert.export")
+            raise CheckpointError(f"--checkpoint_path {path} has no assets/config.json: export "
+                                  "it with python -m albert.export")
         config = AlbertConfig.from_json_file(config_path)
 
         def logits_fn(input_ids, attention_mask, token_type_ids):
@@ -195,21 +208,23 @@ def apply_task_card(args, spm_model: str) -> None:
     training's give other answers). Inference knobs (batch size, n-best, thresholds) are free."""
     from albert.serving import check_vocabulary_content, read_card, settle
 
-    card = read_card(args.model) or {}
+    model = args.checkpoint_path
+    card = read_card(model) or {}
     if card.get("task") not in (None, "squad"):
-        raise FlagError(f"--model {args.model} was fine-tuned for {card['task']}, not question "
-                        "answering")
+        raise FlagError(f"--checkpoint_path {model} was fine-tuned for {card['task']}, not "
+                        "question answering")
     features = card.get("features") or {}
     windows = settle({name: getattr(args, name) for name in WINDOW_DEFAULTS}, card,
-                     WINDOW_DEFAULTS, args.model)
+                     WINDOW_DEFAULTS, model)
     for name, value in windows.items():
         setattr(args, name, value)
-    trained_version = {"v1.1": "squadv1", "v2.0": "squadv2"}.get(features.get("squad_version"))
+    trained_version = {v: k for k, v in VERSIONS.items()}.get(features.get("squad_version"))
     if args.squad_version and trained_version and args.squad_version != trained_version:
         raise FlagError(f"--squad_version {args.squad_version} differs from the {trained_version}"
-                        f" data --model {args.model} was fine-tuned on: drop --squad_version")
+                        f" data --checkpoint_path {model} was fine-tuned on: drop "
+                        "--squad_version")
     args.squad_version = args.squad_version or trained_version or "squadv2"
-    check_vocabulary_content(card, spm_model, args.model)
+    check_vocabulary_content(card, spm_model, model)
     if card:
         logger.info("windows as fine-tuned: --max_seq_length %d --doc_stride %d "
                     "--max_query_length %d, %s", args.max_seq_length, args.doc_stride,
@@ -277,11 +292,11 @@ def prepare(args) -> list[dict]:
 def run(args, records: list[dict]) -> int:
     from albert.tokenization import load_tokenizer
 
-    logits_fn, config, vocabulary = load_qa_model(args.model)
+    logits_fn, config, vocabulary = load_qa_model(args.checkpoint_path)
     spm_model = args.spm_model or vocabulary
     if not spm_model:
-        raise FlagError(f"no vocabulary comes with --model {args.model} (spiece.model or "
-                        "30k-clean.model); pass --spm_model")
+        raise FlagError(f"no vocabulary comes with --checkpoint_path {args.checkpoint_path} "
+                        "(spiece.model or 30k-clean.model); pass --spm_model")
     apply_task_card(args, spm_model)
     check_fits(config, args.max_seq_length)
     tokenizer = load_tokenizer(spm_model)

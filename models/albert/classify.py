@@ -1,14 +1,14 @@
 """Ask a fine-tuned ALBERT classifier (or regression model): one text or pair, or a file of them.
 
-    python -m albert.classify --model serving/1 --text "Set a breakpoint with break."
-    python -m albert.classify --model runs/classifier/checkpoints/final --input texts.jsonl \\
-        --output labels.jsonl
-    python -m albert.classify --model serving/1 --input MNLI/dev_matched.tsv \\
+    python -m albert.classify --checkpoint_path serving/1 --text "Set a breakpoint with break."
+    python -m albert.classify --checkpoint_path runs/classifier/checkpoints/final \\
+        --input texts.jsonl --output labels.jsonl
+    python -m albert.classify --checkpoint_path serving/1 --input MNLI/dev_matched.tsv \\
         --text_a sentence1 --text_b sentence2
 
---model is a SavedModel written by `albert.export --task classification` (or run_classifier's
---export_dir), a run_classifier checkpoint (directory or prefix), or a Hugging Face classifier
-directory (a run's final/). Texts become features as run_classifier makes them
+--checkpoint_path is a SavedModel written by `albert.export --head classification` (or
+run_classifier's --export_dir), a run_classifier checkpoint (directory or prefix), or a Hugging
+Face classifier directory (a run's final/). Texts become features as run_classifier makes them
 (albert.data.classification.featurize at the model's --max_seq_length, from its task card) and
 go through the model --batch_size at a time, in input order, each batch padded to its longest
 sequence rounded up to 8, as run_classifier's --eval_batch_size batches are: the labels are
@@ -30,7 +30,7 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter, column_flag, run_main
+from albert.flags import FlagError, HelpFormatter, add_alias, column_flag, run_main
 
 logger = logging.getLogger("albert.classify")
 
@@ -43,9 +43,10 @@ PAD_TO_MULTIPLE_OF = 8  # run_classifier's --pad_to_multiple_of default: the sam
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=HelpFormatter)
-    p.add_argument("--model", required=True,
+    p.add_argument("--checkpoint_path", required=True,
                    help="classifier SavedModel, run_classifier checkpoint (directory or prefix) "
                         "or Hugging Face classifier directory")
+    add_alias(p, "--checkpoint_path", "--model")
     p.add_argument("--text", default=None, help="one text to classify")
     p.add_argument("--input", default=None,
                    help="JSON lines with \"text\" (and \"text_b\"), or a TSV / CSV / JSONL file "
@@ -61,8 +62,9 @@ def parse_args(argv=None):
                         "positions)")
     p.add_argument("--output", default=None, help="write the JSON lines here (default: stdout)")
     p.add_argument("--spm_model", default=None,
-                   help="SentencePiece vocabulary (default: the one that comes with --model); "
-                        "refused unless it is the one the model was fine-tuned with")
+                   help="SentencePiece vocabulary (default: the one that comes with "
+                        "--checkpoint_path); refused unless it is the one the model was "
+                        "fine-tuned with")
     g = p.add_argument_group(
         "features", "the model's own setting by default: the one it was fine-tuned with (the task "
         "card its export carries); a value that differs is refused. A model without a card "
@@ -81,8 +83,9 @@ def check_args(args) -> None:
     """Flag errors a user can fix, found before TensorFlow is imported."""
     from albert.serving import check_output_file
 
-    if not os.path.exists(args.model) and not os.path.isfile(args.model + ".index"):
-        raise FlagError(f"--model {args.model} does not exist")
+    model = args.checkpoint_path
+    if not os.path.exists(model) and not os.path.isfile(model + ".index"):
+        raise FlagError(f"--checkpoint_path {model} does not exist")
     if (args.text is None) == (args.input is None):
         raise FlagError("give either --text (with --text_b for a pair) or --input")
     if args.text is not None:
@@ -152,12 +155,12 @@ def check_pairs(card: dict | None, pairs: bool, where: str, model: str) -> None:
         return
     trained_pairs = trained[1] is not None
     if trained_pairs and not pairs:
-        raise FlagError(f"--model {model} was fine-tuned on pairs of texts (columns "
+        raise FlagError(f"--checkpoint_path {model} was fine-tuned on pairs of texts (columns "
                         f"{trained[0]}, {trained[1]}) but {where} gives single texts: give the "
                         "second text with --text_b")
     if pairs and not trained_pairs:
-        raise FlagError(f"--model {model} was fine-tuned on single texts (column {trained[0]}) "
-                        f"but {where} gives pairs: drop --text_b")
+        raise FlagError(f"--checkpoint_path {model} was fine-tuned on single texts (column "
+                        f"{trained[0]}) but {where} gives pairs: drop --text_b")
 
 
 def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
@@ -166,7 +169,7 @@ def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
     from albert.data import classification as data
 
     if args.text is not None:
-        check_pairs(card, args.text_b is not None, "--text", args.model)
+        check_pairs(card, args.text_b is not None, "--text", args.checkpoint_path)
         row = {"text": args.text, **({"text_b": args.text_b} if args.text_b is not None else {})}
         return [data.Example(0, 0, args.text, args.text_b, None)], [row]
     try:
@@ -177,7 +180,7 @@ def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
     except UnicodeDecodeError as e:
         raise FlagError(f"--input {args.input} is not UTF-8 text (byte {e.start}: "
                         f"{e.reason})") from None
-    check_pairs(card, columns.text_b is not None, f"--input {args.input}", args.model)
+    check_pairs(card, columns.text_b is not None, f"--input {args.input}", args.checkpoint_path)
     if data.file_format(args.input) == "jsonl":
         with open(args.input, encoding="utf-8-sig") as f:
             lines = f.readlines()
@@ -195,17 +198,18 @@ def prepare(args):
     from albert.serving import check_vocabulary_content, read_card, settle
 
     check_args(args)
-    card = read_card(args.model)
+    model = args.checkpoint_path
+    card = read_card(model)
     task = (card or {}).get("task")
     if task not in (None, "classification", "regression"):
         hint = " (ask it with python -m albert.answer)" if task == "squad" else ""
-        raise FlagError(f"--model {args.model} was fine-tuned for {task}, not classification"
-                        f"{hint}")
+        raise FlagError(f"--checkpoint_path {model} was fine-tuned for {task}, not "
+                        f"classification{hint}")
     args.max_seq_length = settle({"max_seq_length": args.max_seq_length}, card,
-                                 FEATURE_DEFAULTS, args.model)["max_seq_length"]
-    spm_model = args.spm_model or vocabulary_file(args.model)
+                                 FEATURE_DEFAULTS, model)["max_seq_length"]
+    spm_model = args.spm_model or vocabulary_file(model)
     if spm_model:
-        check_vocabulary_content(card, spm_model, args.model)
+        check_vocabulary_content(card, spm_model, model)
     examples, rows = read_inputs(args, card)
     return card, examples, rows, spm_model
 
@@ -235,13 +239,13 @@ def load_classifier(path: str, card: dict | None):
         outputs = signature.structured_outputs if signature is not None else {}
         if "logits" not in outputs:
             raise CheckpointError(
-                f"--model {path} is not a classifier SavedModel (its serving_default signature "
-                f"returns {', '.join(sorted(outputs)) or 'nothing'}, not logits); export one "
-                "with python -m albert.export --task classification")
+                f"--checkpoint_path {path} is not a classifier SavedModel (its serving_default "
+                f"signature returns {', '.join(sorted(outputs)) or 'nothing'}, not logits); "
+                "export one with python -m albert.export --head classification")
         config_path = os.path.join(path, "assets", "config.json")
         if not os.path.isfile(config_path):
-            raise CheckpointError(f"--model {path} has no assets/config.json: export it with "
-                                  "python -m albert.export")
+            raise CheckpointError(f"--checkpoint_path {path} has no assets/config.json: export "
+                                  "it with python -m albert.export")
         width = outputs["logits"].shape[-1]
 
         def logits_fn(input_ids, attention_mask, token_type_ids):
@@ -280,19 +284,20 @@ def output_labels(card: dict | None, outputs: int | None, names, model: str):
     card = card or {}
     if card.get("task") == "regression" or outputs == 1:
         if card.get("task") == "classification":
-            raise CheckpointError(f"--model {model} has one output, but its task card says "
-                                  "classification")
+            raise CheckpointError(f"--checkpoint_path {model} has one output, but its task card "
+                                  "says classification")
         return None
     labels = card.get("labels") or (list(names) if names else None)
     if labels is None:
         if outputs is None:
-            raise CheckpointError(f"--model {model} names neither its labels nor their number")
-        logger.warning("--model %s does not name its labels: its %d output ids are printed",
-                       model, outputs)
+            raise CheckpointError(f"--checkpoint_path {model} names neither its labels nor their "
+                                  "number")
+        logger.warning("--checkpoint_path %s does not name its labels: its %d output ids are "
+                       "printed", model, outputs)
         return [str(i) for i in range(outputs)]
     if outputs is not None and len(labels) != outputs:
-        raise CheckpointError(f"--model {model} has {outputs} outputs but its task card names "
-                              f"{len(labels)} labels")
+        raise CheckpointError(f"--checkpoint_path {model} has {outputs} outputs but its task card "
+                              f"names {len(labels)} labels")
     return list(labels)
 
 
@@ -353,12 +358,12 @@ def run(args, card, examples, rows, spm_model) -> int:
     from albert.serving import check_vocabulary_content, write_jsonl
     from albert.tokenization import load_tokenizer
 
-    logits_fn, config, outputs, names = load_classifier(args.model, card)
-    labels = output_labels(card, outputs, names, args.model)
+    logits_fn, config, outputs, names = load_classifier(args.checkpoint_path, card)
+    labels = output_labels(card, outputs, names, args.checkpoint_path)
     if not spm_model:
-        raise FlagError(f"no vocabulary comes with --model {args.model} (spiece.model or "
-                        "30k-clean.model); pass --spm_model")
-    check_vocabulary_content(card, spm_model, args.model)
+        raise FlagError(f"no vocabulary comes with --checkpoint_path {args.checkpoint_path} "
+                        "(spiece.model or 30k-clean.model); pass --spm_model")
+    check_vocabulary_content(card, spm_model, args.checkpoint_path)
     if args.max_seq_length > config.max_position_embeddings:
         raise FlagError(f"--max_seq_length {args.max_seq_length} exceeds the model's "
                         f"max_position_embeddings ({config.max_position_embeddings})")
@@ -370,8 +375,8 @@ def run(args, card, examples, rows, spm_model) -> int:
         logger.info("features as fine-tuned: --max_seq_length %d", args.max_seq_length)
     logits = classify_all(examples, logits_fn, tokenizer, args)
     if labels is not None and logits.shape[1] != len(labels):
-        raise FlagError(f"--model {args.model} returned {logits.shape[1]} logits for "
-                        f"{len(labels)} labels")
+        raise FlagError(f"--checkpoint_path {args.checkpoint_path} returned {logits.shape[1]} "
+                        f"logits for {len(labels)} labels")
     results = result_rows(rows, logits, labels)
     write_jsonl(results, args.output)
     if args.output:

@@ -1,15 +1,15 @@
 """Export an ALBERT model as a TensorFlow SavedModel that a server loads without this package.
 
-    python -m albert.export --checkpoint_path runs/squad/checkpoints --task qa \\
+    python -m albert.export --checkpoint_path runs/squad/checkpoints --head qa \\
         --output_dir serving/1
 
 --checkpoint_path takes a trainer checkpoint (a prefix, or a directory whose latest checkpoint is
 used, with config.json beside it), a Hugging Face directory or a Google ALBERT directory. The
 SavedModel's `serving_default` signature takes int32 `input_ids`, `attention_mask` and
 `token_type_ids` of shape [batch, seq] (both dynamic, seq up to max_position_embeddings) and
-returns float32 `start_logits`, `end_logits` [batch, seq] (--task qa), `logits`
-[batch, num_labels] (--task classification: a sequence classifier, or a regression model with
-one output) or `mlm_logits` [batch, seq, vocab], `sop_logits` [batch, 2] (--task pretraining).
+returns float32 `start_logits`, `end_logits` [batch, seq] (--head qa), `logits`
+[batch, num_labels] (--head classification: a sequence classifier, or a regression model with
+one output) or `mlm_logits` [batch, seq, vocab], `sop_logits` [batch, 2] (--head pretraining).
 The vocabulary and the model config travel with it as assets/spiece.model and
 assets/config.json, and a fine-tuned model's task card (the windows, labels in id order and
 vocabulary checksum it was fine-tuned with) as assets/albert_task.json.
@@ -26,7 +26,7 @@ import sys
 
 from albert.convert import new_directory
 from albert.errors import CheckpointError
-from albert.flags import FlagError, check_vocabulary, run_main
+from albert.flags import FlagError, HelpFormatter, add_alias, check_vocabulary, run_main
 
 logger = logging.getLogger("albert.export")
 
@@ -212,7 +212,7 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
     _, head, outputs = TASKS[task]
     if not hasattr(model, head):
-        raise FlagError(f"--task {task} needs a model with a {head} head; "
+        raise FlagError(f"--head {task} needs a model with a {head} head; "
                         f"{type(model).__name__} has none")
     if spm_model is not None:
         from albert.tokenization import load_spm
@@ -287,11 +287,13 @@ def classifier_card(model, card: dict | None) -> dict:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--checkpoint_path", required=True,
                    help="trainer checkpoint (prefix or directory), Hugging Face or Google "
                         "ALBERT directory")
-    p.add_argument("--task", choices=sorted(TASKS), required=True)
+    p.add_argument("--head", choices=sorted(TASKS), required=True,
+                   help="the model's head, and the outputs its signature returns")
+    add_alias(p, "--head", "--task")  # run_classifier's --task: classification or regression
     p.add_argument("--output_dir", required=True,
                    help="where the SavedModel goes, e.g. serving/1 (TF Serving's version dir)")
     p.add_argument("--spm_model", default=None,
@@ -331,17 +333,17 @@ def run(args, source: str | None = None) -> int:
 
     card = read_task_card(path)
     trained = (card or {}).get("task")
-    if trained in CARD_TASKS and CARD_TASKS[trained] != args.task:
-        raise FlagError(f"--task {args.task}: {path} was fine-tuned for {trained}; export it "
-                        f"with --task {CARD_TASKS[trained]}")
+    if trained in CARD_TASKS and CARD_TASKS[trained] != args.head:
+        raise FlagError(f"--head {args.head}: {path} was fine-tuned for {trained}; export it "
+                        f"with --head {CARD_TASKS[trained]}")
     options = {}
-    if args.task == "classification" and card:
+    if args.head == "classification" and card:
         # The run's labels in id order name the outputs (a trainer checkpoint holds no
         # id2label); a regression run has one output.
         labels = card.get("labels")
         options = ({"num_labels": 1} if trained == "regression" else
                    {"num_labels": len(labels), "label_names": list(labels)} if labels else {})
-    model = load_model(model_class(args.task), path, **options)
+    model = load_model(model_class(args.head), path, **options)
     # A server would take this vocabulary's ids as the model's: valid ids, wrong tokens.
     check_vocabulary(model.config, pieces, spm_model)
     if card and card.get("vocabulary_sha256") and args.spm_model \
@@ -349,10 +351,10 @@ def run(args, source: str | None = None) -> int:
         raise FlagError(f"--spm_model {spm_model} is not the vocabulary {path} was fine-tuned "
                         "with (its content differs): drop --spm_model to export the one beside "
                         "the checkpoint")
-    out = export_saved_model(model, args.output_dir, args.task, spm_model=spm_model,
+    out = export_saved_model(model, args.output_dir, args.head, spm_model=spm_model,
                              overwrite=args.overwrite, protect=[source], card=card)
-    print(f"exported {args.task} SavedModel to {out} (signature serving_default: "
-          f"{', '.join(TASKS[args.task][2])})", flush=True)
+    print(f"exported {args.head} SavedModel to {out} (signature serving_default: "
+          f"{', '.join(TASKS[args.head][2])})", flush=True)
     return 0
 
 

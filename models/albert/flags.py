@@ -28,6 +28,51 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def add_alias(container, new: str, *old: str, values: dict | None = None) -> None:
+    """Accept the old spellings `old` of the flag `new` (already added to `container`, a parser
+    or one of its groups): the same action, so an old spelling behaves identically (type,
+    choices, nargs, default, required, dest), hidden from --help, and each use prints one line
+    to stderr, "--old is deprecated; use --new". `values` ({old: new}): old spellings of the
+    flag's values, read as the new ones without a word (e.g. v2.0 for squadv2)."""
+    actions = container._option_string_actions  # the parser's, shared by its groups
+    action = actions[new]
+    if not isinstance(action, _Renamed):
+        action.__class__ = _renamed(type(action))
+        action.renamed = {}
+    for name in old:
+        if name in actions:
+            raise ValueError(f"{name} is already a flag; it cannot become an alias of {new}")
+        actions[name] = action
+        action.renamed[name] = new
+    if values:
+        read, spellings = action.type, dict(values)
+
+        def read_value(text):
+            text = spellings.get(text, text)
+            return read(text) if read else text
+
+        read_value.__name__ = getattr(read, "__name__", "value")  # argparse's "invalid ... value"
+        action.type = read_value
+
+
+class _Renamed:
+    """The action of a flag with aliases (add_alias): called under an old spelling, it says so
+    once on stderr, then does what it does under the new one."""
+
+    renamed: dict
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string in self.renamed:
+            print(f"{option_string} is deprecated; use {self.renamed[option_string]}",
+                  file=sys.stderr, flush=True)
+        super().__call__(parser, namespace, values, option_string)
+
+
+@functools.cache
+def _renamed(base: type) -> type:
+    return type(f"Renamed{base.__name__}", (_Renamed, base), {})
+
+
 def add_model_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model")
     g.add_argument("--model_size", default="base", help=f"one of {sorted(PRESETS)}")
@@ -178,7 +223,7 @@ def resolve_paths(args) -> None:
     does."""
     prefix = getattr(args, "filesystem_prefix", ".")
     if prefix and prefix != ".":
-        for name in ("train_file", "eval_file", "predict_file"):
+        for name in ("train_file", "eval_file", "predict_file", "test_file"):
             path = getattr(args, name, None)
             if path and not os.path.isabs(path):
                 setattr(args, name, os.path.join(prefix, path))

@@ -12,7 +12,7 @@ The memory plan (memory_plan) estimates a rank's peak memory from the config, se
 precision, micro-batch and --recompute; `python -m albert.plan` prints the largest micro-batch
 that fits each preset on given memory sizes (the README's "what fits where" table):
 
-    python -m albert.plan --memory_gb 16 32 80 141 --seq_lengths 128 512
+    python -m albert.plan --memory_budget_gb 16 32 80 141 --max_seq_length 128 512
 """
 
 from __future__ import annotations
@@ -342,16 +342,17 @@ def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
 def _bad_values(args) -> list[str]:
     """One message per value `python -m albert.plan` cannot plan for, each naming it."""
     problems = []
-    for gb in args.memory_gb:
+    for gb in args.memory_budget_gb:
         # Any finite size plans (a cell past the search bound reads ">= 65536").
         if not math.isfinite(gb):
-            problems.append(f"--memory_gb {gb:g}: a size in GB must be a finite number")
+            problems.append(f"--memory_budget_gb {gb:g}: a size in GB must be a finite number")
         elif gb <= 0:
-            problems.append(f"--memory_gb {gb:g}: a size in GB must be above 0")
-    problems += [f"--seq_lengths {n}: a sequence length must be at least 2"
-                 for n in args.seq_lengths if n < 2]
+            problems.append(f"--memory_budget_gb {gb:g}: a size in GB must be above 0")
+    problems += [f"--max_seq_length {n}: a sequence length must be at least 2"
+                 for n in args.max_seq_length if n < 2]
     problems += [f"--{name} {getattr(args, name)}: must be at least 1"
-                 for name in ("ranks", "accumulation") if getattr(args, name) < 1]
+                 for name in ("plan_ranks", "gradient_accumulation_steps")
+                 if getattr(args, name) < 1]
     return problems
 
 
@@ -365,25 +366,36 @@ def main(argv=None) -> int:
     argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     p = argparse.ArgumentParser(prog="python -m albert.plan", description=(
         "The largest micro-batch per GPU that the memory plan fits, without / with "
-        "--recompute layers, for each preset, sequence length and precision."))
-    p.add_argument("--model_sizes", nargs="+", default=list(PRESETS), choices=list(PRESETS))
-    p.add_argument("--seq_lengths", nargs="+", type=int, default=[128, 512])
-    p.add_argument("--precisions", nargs="+", default=["fp32", "bf16"],
-                   choices=list(COMPUTE_BYTES))
-    p.add_argument("--memory_gb", nargs="+", type=float, default=[16, 32, 80, 141],
-                   help="memory of one GPU, GB (GiB)")
-    p.add_argument("--ranks", type=int, default=8)
-    p.add_argument("--accumulation", type=int, default=2)
+        "--recompute layers, for each preset, sequence length and precision."),
+        formatter_class=flags.HelpFormatter)
+    # The runners' flags, each taking several values: one table row per combination.
+    p.add_argument("--model_size", nargs="+", default=list(PRESETS), choices=list(PRESETS),
+                   metavar="SIZE", help=f"presets among {', '.join(PRESETS)} (default: all)")
+    p.add_argument("--max_seq_length", nargs="+", type=int, default=[128, 512],
+                   help="sequence lengths")
+    p.add_argument("--precision", nargs="+", default=["fp32", "bf16"],
+                   choices=list(COMPUTE_BYTES), help="fp16 plans as bf16")
+    p.add_argument("--memory_budget_gb", nargs="+", type=float, default=[16, 32, 80, 141],
+                   help="memory of one GPU, GB (GiB): one column each")
+    p.add_argument("--plan_ranks", type=int, default=8, help="ranks (GPUs) training together")
+    p.add_argument("--gradient_accumulation_steps", type=int, default=2,
+                   help="micro-batches per update")
+    for new, old in (("--model_size", "--model_sizes"), ("--max_seq_length", "--seq_lengths"),
+                     ("--precision", "--precisions"), ("--memory_budget_gb", "--memory_gb"),
+                     ("--plan_ranks", "--ranks"),
+                     ("--gradient_accumulation_steps", "--accumulation")):
+        flags.add_alias(p, new, old)
     args = p.parse_args(argv)
     problems = _bad_values(args)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_gb]
+    gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_budget_gb]
     with flags.user_errors():  # a flag that cannot work: one line, status 2
-        print("\n".join(fits_table(args.model_sizes, args.seq_lengths, args.precisions, gbs,
-                                   ranks=args.ranks, accumulation=args.accumulation)))
+        print("\n".join(fits_table(args.model_size, args.max_seq_length, args.precision, gbs,
+                                   ranks=args.plan_ranks,
+                                   accumulation=args.gradient_accumulation_steps)))
     return 0
 
 

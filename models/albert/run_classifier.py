@@ -1,7 +1,7 @@
 """Fine-tune ALBERT to classify sentences or sentence pairs (or score them: regression), GLUE-style.
 
     python -m albert.run_classifier --train_file train.tsv --eval_file dev.tsv \\
-        --predict_file test.tsv --load_from pretrained --checkpoint_path albert_base \\
+        --test_file test.tsv --load_from pretrained --checkpoint_path albert_base \\
         --text_a sentence1 --text_b sentence2 --label label --per_gpu_batch_size 32
     python -m albert.run_classifier --glue_task mnli --train_file MNLI/train.tsv \\
         --eval_file MNLI/dev_matched.tsv ...        # GLUE's columns, labels and metric
@@ -15,7 +15,7 @@ Training features are sharded by rank and padded per batch to the batch's longes
 Evaluation and prediction are split across ranks and gathered on rank 0, which scores every
 prediction at once (accuracy, MCC and for two classes F1; Pearson / Spearman for regression),
 logs the scores to stdout, the JSON-lines log and TensorBoard (`eval/`), and writes
-eval_results.json, eval_predictions.tsv and (--predict_file) predictions.tsv to --output_dir.
+eval_results.json, eval_predictions.tsv and (--test_file) predictions.tsv to --output_dir.
 
 Without --train_file the run only evaluates and predicts, with every weight (the classifier
 included) from --checkpoint_path (--load_from checkpoint: a run_classifier checkpoint directory
@@ -34,6 +34,7 @@ from albert.data.classification import GLUE_TASKS, TASKS, Columns
 from albert.flags import (
     FlagError,
     HelpFormatter,
+    add_alias,
     add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
@@ -56,8 +57,11 @@ def parse_args(argv=None):
     g = p.add_argument_group("classification")
     g.add_argument("--train_file", default=None, help="labelled TSV / CSV / JSONL to fine-tune on")
     g.add_argument("--eval_file", default=None, help="labelled file to score")
-    g.add_argument("--predict_file", default=None,
-                   help="file to predict (labels not needed): predictions.tsv in --output_dir")
+    g.add_argument("--test_file", default=None,
+                   help="file to predict (labels not needed, as GLUE's test.tsv): "
+                        "predictions.tsv in --output_dir")
+    # Google's run_squad scores its --predict_file; here that file is --eval_file.
+    add_alias(g, "--test_file", "--predict_file")
     g.add_argument("--glue_task", choices=sorted(GLUE_TASKS), default=None,
                    help="the GLUE files' columns, labels, task and metric (the column flags "
                         "still override)")
@@ -91,8 +95,8 @@ def parse_args(argv=None):
     p.set_defaults(warmup_steps=None, log_frequency=50)
     args = p.parse_args(argv)
     resolve_paths(args)
-    if not (args.train_file or args.eval_file or args.predict_file):
-        p.error("give --train_file, --eval_file, --predict_file, or several")
+    if not (args.train_file or args.eval_file or args.test_file):
+        p.error("give --train_file, --eval_file, --test_file, or several")
     return args
 
 
@@ -151,12 +155,12 @@ def resolve(args):
                   "columns": list(dataclasses.astuple(options["columns"]))},
         data={role: [path] if path else [] for role, path in (
             ("train", args.train_file), ("eval", args.eval_file),
-            ("predict", args.predict_file))},
+            ("predict", args.test_file))},
         options=options)
     if args.plan_only:
         return spec
     check_export_dir(spec)  # before any other work: the export comes at the end of the run
-    for name in ("train_file", "eval_file", "predict_file"):
+    for name in ("train_file", "eval_file", "test_file"):
         path = getattr(args, name)
         if path and not os.path.isfile(path):
             raise FlagError(f"--{name} {path} does not exist")
@@ -174,7 +178,7 @@ def resolve(args):
 
 
 def run(args) -> int:
-    """Train (with --train_file), then evaluate (--eval_file) and predict (--predict_file)."""
+    """Train (with --train_file), then evaluate (--eval_file) and predict (--test_file)."""
     spec = resolve(args)
     if spec.plan_only:
         from albert.memory import plan_only_lines

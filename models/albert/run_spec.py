@@ -379,7 +379,7 @@ def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
     """{name: value} for each feature setting in `defaults`: the flag when given (ValueError when
     the card holds another value: other windows than training's give other answers), else the
     card's, else the default (a model without a card). `model` names it in the message, e.g.
-    "--model serving/1"."""
+    "--checkpoint_path serving/1"."""
     features = (card or {}).get("features") or {}
     out = {}
     for name, default in defaults.items():

@@ -25,6 +25,7 @@ import sys
 from albert.flags import (
     FlagError,
     HelpFormatter,
+    add_alias,
     add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
@@ -37,7 +38,7 @@ from albert.flags import (
     settle_features,
     tokenizer_path,
 )
-from albert.tasks.squad import REPORTED, WINDOWS
+from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS
 
 
 def parse_args(argv=None):
@@ -46,8 +47,10 @@ def parse_args(argv=None):
     g = p.add_argument_group("SQuAD")
     g.add_argument("--train_file", default=None, help="SQuAD JSON to fine-tune on")
     g.add_argument("--predict_file", default=None, help="SQuAD JSON to predict and score")
-    g.add_argument("--squad_version", choices=("squadv1", "squadv2"), default=None,
-                   help="default: read from the files' version field")
+    g.add_argument("--squad_version", choices=tuple(VERSIONS), default=None,
+                   help="default: read from the files' version field (v1.1 and v2.0, their "
+                        "spelling, read as squadv1 and squadv2)")
+    add_alias(g, "--squad_version", values={v: k for k, v in VERSIONS.items()})
     for name, default in WINDOWS.items():
         g.add_argument(f"--{name}", type=int, default=None,
                        help=f"default {default}; predicting with a fine-tuned model, the one it "

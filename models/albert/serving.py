@@ -24,13 +24,13 @@ def read_card(path: str) -> dict | None:
     try:
         return read_task_card(path)
     except ValueError as e:
-        raise FlagError(f"--model {path}: {e}") from None
+        raise FlagError(f"--checkpoint_path {path}: {e}") from None
 
 
 def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
     """albert.run_spec.settle, its refusal as a flag error."""
     try:
-        return run_spec.settle(flags, card, defaults, f"--model {model}")
+        return run_spec.settle(flags, card, defaults, f"--checkpoint_path {model}")
     except ValueError as e:
         raise FlagError(str(e)) from None
 
@@ -40,7 +40,7 @@ def check_vocabulary_content(card: dict | None, spm_model: str, model: str) -> N
     size, other pieces: valid ids, wrong tokens)."""
     checksum = (card or {}).get("vocabulary_sha256")
     if checksum and file_sha256(spm_model) != checksum:
-        raise FlagError(f"the vocabulary {spm_model} is not the one --model {model} was "
+        raise FlagError(f"the vocabulary {spm_model} is not the one --checkpoint_path {model} was "
                         "fine-tuned with (its content differs): drop --spm_model, or give that "
                         "one")
 

@@ -1,8 +1,9 @@
 """Score SQuAD predictions with the official v1.1 / v2.0 rules; prints JSON.
 
-    python -m albert.squad_eval dev-v2.0.json predictions.json --na-prob-file null_odds.json
+    python -m albert.squad_eval dev-v2.0.json predictions.json --na_prob_file null_odds.json
 
 The version is read from the data file (its "version" field), so v1.1 data is scored as v1.1.
+The official scripts' dashed flags (--na-prob-file, --out-file) still work.
 Questions without a prediction are handled as the official scripts do (v1.1: scored 0; v2.0: left
 out of the scores), with one warning on stderr that counts them. Inputs the official scripts
 crash on (an answer that is not a string, a no-answer value that is not a number, a no-answer
@@ -24,6 +25,7 @@ from albert.squad_metrics import (
     evaluate,
     question_ids,
 )
+from albert.tasks.squad import VERSIONS
 
 
 def _load_json(path: str, what: str):
@@ -38,13 +40,21 @@ def _load_json(path: str, what: str):
 
 def main(argv=None) -> int:
     argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("data_file")
-    p.add_argument("pred_file")
-    p.add_argument("--na-prob-file", "--na_prob_file", dest="na_prob_file", default=None)
-    p.add_argument("--version", choices=("v1.1", "v2.0"), default=None,
-                   help="override the version read from the data file")
-    p.add_argument("--out-file", "--out_file", dest="out_file", default=None)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
+    p.add_argument("data_file", help="the SQuAD JSON the predictions answer")
+    p.add_argument("pred_file", help="predictions.json: {question id: answer text}")
+    p.add_argument("--na_prob_file", default=None,
+                   help="v2.0: null_odds.json, {question id: no-answer score}, for the best "
+                        "thresholds")
+    flags.add_alias(p, "--na_prob_file", "--na-prob-file")
+    p.add_argument("--squad_version", choices=tuple(VERSIONS), default=None,
+                   help="score by these rules instead of the data file's version (v1.1 and "
+                        "v2.0 are read as squadv1 and squadv2)")
+    flags.add_alias(p, "--squad_version", "--version",
+                    values={v: k for k, v in VERSIONS.items()})
+    p.add_argument("--output", default=None, help="also write the scores (JSON) to this file")
+    flags.add_alias(p, "--output", "--out-file", "--out_file")
     args = p.parse_args(argv)
     with flags.user_errors():  # a file that is missing or not SQuAD's layout: one line, status 2
         data = _load_json(args.data_file, "data file")
@@ -52,7 +62,7 @@ def main(argv=None) -> int:
             raise DataError(f"{args.data_file} is not a SQuAD file (no top-level 'data' list)")
         preds = _load_json(args.pred_file, "predictions file")
         check_predictions(preds, f"predictions file {args.pred_file}")
-        version = args.version or detect_version(data)
+        version = VERSIONS.get(args.squad_version) or detect_version(data)
         try:
             qids = question_ids(data)
             missing = [q for q in qids if q not in preds]
@@ -81,8 +91,8 @@ def main(argv=None) -> int:
               f"{rule}", file=sys.stderr)
     text = json.dumps(result, indent=2)
     print(text)
-    if args.out_file:
-        with open(args.out_file, "w", encoding="utf-8") as f:
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
             f.write(text + "\n")
     return 0
 

@@ -1,15 +1,16 @@
 """Classification tasks written from the bundled corpus (CPython's help topics), for the demo
 and the tests: no download needed.
 
-    python -m albert.data.classification_sample --output_dir topics/ --task topic
+    python -m albert.data.classification_sample --output_dir topics/ --sample_task topic
     python -m albert.run_classifier --train_file topics/train.tsv --eval_file topics/dev.tsv \\
-        --predict_file topics/test.tsv ...
+        --test_file topics/test.tsv ...
 
---task topic: which help topic a sentence comes from (one text, one label per topic; GLUE SST-2's
-layout: `sentence`, `label`). --task same_topic: whether two sentences come from the same topic
-(a pair; `sentence1`, `sentence2`, `label` same/different, half each; RTE's layout). Each topic's
-sentences are split 70/15/15 into train/dev/test, so no sentence of dev or test is seen in
-training. test.tsv is unlabelled, with an `index` column first, as GLUE's test files.
+--sample_task topic: which help topic a sentence comes from (one text, one label per topic; GLUE
+SST-2's layout: `sentence`, `label`). --sample_task same_topic: whether two sentences come from
+the same topic (a pair; `sentence1`, `sentence2`, `label` same/different, half each; RTE's
+layout). Each topic's sentences are split 70/15/15 into train/dev/test, so no sentence of dev or
+test is seen in training. test.tsv is unlabelled, with an `index` column first, as GLUE's test
+files (run_classifier's --test_file).
 """
 
 from __future__ import annotations
@@ -133,9 +134,15 @@ def write_task(output_dir: str, task: str = "topic", topics=DEFAULT_TOPICS, seed
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from albert import flags  # the command-line layer (this main is a tool)
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
     p.add_argument("--output_dir", required=True)
-    p.add_argument("--task", choices=("topic", "same_topic"), default="topic")
+    p.add_argument("--sample_task", choices=("topic", "same_topic"), default="topic",
+                   help="topic: a sentence's help topic; same_topic: whether two sentences "
+                        "share theirs (a pair of texts)")
+    flags.add_alias(p, "--sample_task", "--task")
     p.add_argument("--topics", default=",".join(DEFAULT_TOPICS),
                    help="comma-separated pydoc help topics (python -m pydoc topics lists them)")
     p.add_argument("--seed", type=int, default=0)
@@ -143,12 +150,10 @@ def main(argv=None) -> int:
     topics = tuple(t.strip() for t in args.topics.split(",") if t.strip())
     if len(topics) < 2:
         p.error("--topics needs at least two topics")
-    from albert.flags import user_errors
-
-    with user_errors():  # an unknown topic, an --output_dir that cannot be written: one line
-        counts = write_task(args.output_dir, args.task, topics, args.seed)
-    print(f"wrote {args.task}: {counts['train']} train, {counts['dev']} dev, {counts['test']} "
-          f"test examples to {args.output_dir}; majority-class dev accuracy "
+    with flags.user_errors():  # an unknown topic, an --output_dir that cannot be written: one line
+        counts = write_task(args.output_dir, args.sample_task, topics, args.seed)
+    print(f"wrote {args.sample_task}: {counts['train']} train, {counts['dev']} dev, "
+          f"{counts['test']} test examples to {args.output_dir}; majority-class dev accuracy "
           f"{counts['dev_majority']:.3f}")
     return 0
 

@@ -1,12 +1,13 @@
 """A SQuAD-format question set written over the bundled corpus, for the demo and tests.
 
-    python -m albert.data.squad_sample --output_dir squad/ --version v2.0
+    python -m albert.data.squad_sample --output_dir squad/ --squad_version squadv2
     python -m albert.data.squad_sample --output_dir squad/ --style paraphrase     # the demo's
 
 --style facts: each context is a passage of CPython's help text with a fact planted in it ("The
 owner of the zorvan module is mira castell."); each question asks for it in the same words ("What
-is the owner of the zorvan module?"), answered by an extractive span. With --version v2.0 a third
-of the questions are unanswerable (their passage holds no fact). --hard adds distractor facts.
+is the owner of the zorvan module?"), answered by an extractive span. With --squad_version
+squadv2 (the default) a third of the questions are unanswerable (their passage holds no fact).
+--hard adds distractor facts.
 --style paraphrase: albert.data.facts' language ("Who looks after the zorvan module?" over "The
 zorvan module is maintained by Mira Castell."), with a distractor fact about the same project in
 every passage; the dev split asks in wordings the training split never uses (see that module).
@@ -185,9 +186,17 @@ def write_sample(output_dir: str, version: str = "v2.0", train_questions: int = 
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from albert import flags  # the command-line layer (this main is a tool)
+    from albert.tasks.squad import VERSIONS
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
     p.add_argument("--output_dir", required=True)
-    p.add_argument("--version", choices=("v1.1", "v2.0"), default="v2.0")
+    p.add_argument("--squad_version", choices=tuple(VERSIONS), default="squadv2",
+                   help="squadv2: a third of the questions unanswerable (v1.1 and v2.0 are read "
+                        "as squadv1 and squadv2)")
+    flags.add_alias(p, "--squad_version", "--version",
+                    values={v: k for k, v in VERSIONS.items()})
     p.add_argument("--train_questions", type=int, default=2000)
     p.add_argument("--dev_questions", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
@@ -200,7 +209,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.hard and args.style == "paraphrase":
         p.error("--hard is for --style facts (paraphrase questions always have distractors)")
-    train, dev = write_sample(args.output_dir, args.version, args.train_questions,
+    train, dev = write_sample(args.output_dir, VERSIONS[args.squad_version], args.train_questions,
                               args.dev_questions, args.seed, args.hard, args.style)
     print(f"wrote {train} and {dev}")
     return 0

@@ -90,7 +90,7 @@ class Task:
         return []
 
     def after_evaluation(self, model, xla: bool, dist) -> None:
-        """What the run does after its final evaluation (a classifier's --predict_file)."""
+        """What the run does after its final evaluation (a classifier's --test_file)."""
 
     def headline(self, prefix: str, scores: dict) -> str:
         """The scores the closing summary shows of an evaluation."""

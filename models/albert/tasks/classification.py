@@ -1,6 +1,6 @@
 """Sentence and sentence-pair classification (or regression), GLUE-style: the classifier, its
 loss, features cached unpadded and padded per batch, every prediction scored at once on rank 0
-(accuracy, MCC, F1; Pearson / Spearman), --predict_file's predictions.tsv, and the majority class
+(accuracy, MCC, F1; Pearson / Spearman), --test_file's predictions.tsv, and the majority class
 as the baseline."""
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ class ClassifierTask(Task):
         return [Evaluation("eval", self.spec.outputs.eval_frequency, evaluate)]
 
     def after_evaluation(self, model, xla: bool, dist) -> None:
-        """--predict_file: predictions.tsv in --output_dir."""
+        """--test_file: predictions.tsv in --output_dir."""
         if "predict" not in self.examples:
             return
         prefix = self._features("predict", None, self.predict_columns, False, dist)
