@@ -76,6 +76,7 @@ def check_same_as_run_squad(rows, finetuned, threshold=1e9):
     assert len(set(predictions.values())) > 5  # spans differ from question to question
 
 
+@pytest.mark.e2e
 def test_answers_from_checkpoint_equal_run_squad(finetuned):
     out = finetuned[0]
     run_module("albert.answer", ["--checkpoint_path", str(out / "ckpt" / "final"), "--input",
@@ -84,6 +85,7 @@ def test_answers_from_checkpoint_equal_run_squad(finetuned):
     check_same_as_run_squad(answers_of(out / "from_hf.jsonl"), finetuned)
 
 
+@pytest.mark.e2e
 def test_answers_from_saved_model_equal_run_squad(finetuned):
     out, _, null_odds, _ = finetuned
     # Exported from the trainer's own checkpoint directory, the vocabulary found in its final/.
@@ -107,6 +109,7 @@ def test_answers_from_saved_model_equal_run_squad(finetuned):
     assert "window" in proc.stderr  # the progress bar
 
 
+@pytest.mark.e2e
 def test_one_question(finetuned):
     out, predictions, _, lines = finetuned
     question = lines[0]
@@ -121,6 +124,7 @@ def test_one_question(finetuned):
     assert f"score: {row['score']:.4f}\n" in proc.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case, message", [
     ("missing_input", "--input {tmp}/nope.jsonl does not exist"),
     ("empty_question", "--question is empty"),
@@ -295,6 +299,7 @@ def test_padding_batch_and_max_give_the_same_answers(sample_vocab, tmp_path):
     assert sum(s[0] for s in calls["batch"]) == sum(s[0] for s in calls["max"])
 
 
+@pytest.mark.e2e
 def test_run_squad_predictions_are_whole_words(finetuned):
     """End to end: every non-empty answer and n-best text run_squad wrote for the briefly trained
     model starts and ends on a word boundary of its context."""
@@ -312,6 +317,7 @@ def test_run_squad_predictions_are_whole_words(finetuned):
 # -- the model's own windows (issue 23, finding 4) ------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_saved_model_answers_with_its_fine_tuning_windows_without_flags(finetuned, tmp_path):
     out = finetuned[0]
     run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--head", "qa",
@@ -368,6 +374,7 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
         apply_task_card(args, str(tmp_path / "b.model"))
 
 
+@pytest.mark.e2e
 def test_run_squad_predicts_with_the_windows_it_was_fine_tuned_with(finetuned, tmp_path):
     # Issue 23, finding 4 on run_squad's own prediction-only path: no window flags needed.
     out, predictions, null_odds, _ = finetuned

@@ -49,6 +49,7 @@ def tiny_training_flops(seq, preds):
     return 3 * sum(2 * m * k * n for m, k, n in matmuls)
 
 
+@pytest.mark.e2e
 def test_benchmark_json(sample_records, tmp_path):
     result = run_benchmark(tmp_path, "--precision", "bf16", "--compare_hf", "--xla", "off",
                            "--input_pipeline", str(sample_records / "train" / "*"))
@@ -67,6 +68,7 @@ def test_benchmark_json(sample_records, tmp_path):
     assert list((tmp_path / "profile").rglob("*.xplane.pb"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("xla", ["on", "off"])
 def test_profile_names_where_the_step_time_goes(xla, tmp_path):
     result = run_benchmark(tmp_path, "--xla", xla)
@@ -110,6 +112,7 @@ def test_profile_says_what_it_cannot_see(monkeypatch, tmp_path):
     assert result["profile_coverage"]["xla_ops_ms_per_step"] == 0
 
 
+@pytest.mark.e2e
 def test_data_prep_reports_rate_and_peak_memory(sample_corpus, sample_vocab, tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run([
@@ -125,6 +128,7 @@ def test_data_prep_reports_rate_and_peak_memory(sample_corpus, sample_vocab, tmp
     assert 20 < result["data_prep_peak_memory_mb"] < 4000
 
 
+@pytest.mark.e2e
 def test_restart_cost_restores_the_same_next_batch(sample_records, tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run([
@@ -138,6 +142,7 @@ def test_restart_cost_restores_the_same_next_batch(sample_records, tmp_path):
     assert all(c["same_next_batch"] and c["restore_s"] > 0 and c["replay_s"] > 0 for c in cases)
 
 
+@pytest.mark.e2e
 def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
     # One real update of ALBERT-base (seq 128, 8 sequences, recomputation on, XLA) in a fresh
     # process: its peak resident memory against the plan's estimate.
@@ -162,6 +167,7 @@ def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
     assert "fits 90% of 16.00 GB" in result["auto_reason"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("flags, message", [
     (["--steps", "0"], "--steps must be at least 1, got 0"),
     (["--repeats", "0"], "--repeats must be at least 1, got 0"),

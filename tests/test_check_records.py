@@ -5,8 +5,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import PREDS, SEQ
 from test_reader import damage, write_records
+
+pytestmark = pytest.mark.e2e
 
 START_UP_NOISE = ("absl::InitializeLog", "oneDNN custom operations")
 

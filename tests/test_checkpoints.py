@@ -229,6 +229,7 @@ def _legacy_checkpoint(trainer, directory):
         f.write('model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-2"\n')
 
 
+@pytest.mark.slow
 def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_count(batches,
                                                                                       tmp_path):
     old = make_trainer()

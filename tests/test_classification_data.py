@@ -282,6 +282,7 @@ def test_cache_key_follows_file_vocabulary_and_settings(sample_vocab, tmp_path):
 # -- the bundled sample task ------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_sample_topic_task(tmp_path):
     import subprocess
     import sys

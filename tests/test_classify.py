@@ -14,6 +14,8 @@ import pytest
 
 from albert.data.classification_sample import write_task
 
+pytestmark = pytest.mark.e2e
+
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 SEQ = 64
 

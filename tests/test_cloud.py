@@ -123,6 +123,7 @@ def test_moto_server_accepts_and_reads_back(request_dict, monkeypatch, tmp_path)
         server.stop()
 
 
+@pytest.mark.e2e
 def test_missing_values_listed_together(monkeypatch):
     for env in ("SAGEMAKER_ROLE", "SAGEMAKER_IMAGE_NAME", "SAGEMAKER_FSX_ID",
                 "SAGEMAKER_FSX_MOUNT_NAME", "SAGEMAKER_SUBNET_IDS",
@@ -139,6 +140,7 @@ def test_missing_values_listed_together(monkeypatch):
     assert "--fsx_id" not in proc.stderr  # taken from the environment
 
 
+@pytest.mark.e2e
 def test_dry_run_prints_json_from_env(monkeypatch):
     env = {**os.environ, "SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/R",
            "SAGEMAKER_IMAGE_NAME": "img:1", "SAGEMAKER_FSX_ID": "fs-0123456789abcdef0",
@@ -171,6 +173,7 @@ def test_container_entry_restores_flags():
         "--skip_xla", "--total_steps", "10", "--config_override", "a=1", "b=2"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("entry", ["run_pretraining", "run_squad", "run_classifier"])
 def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
     """Issue 24 item 14: `--val_dir false` passed the launcher and the container dropped it
@@ -214,6 +217,7 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
                            "VALUE); nothing submitted\n")
 
 
+@pytest.mark.e2e
 def test_run_classifier_is_an_entry_point(tmp_path):
     """Issue 23: the launcher takes --entry_point run_classifier, checks its flags with
     run_classifier's own parser, and the image's entry script runs run_classifier from the
@@ -247,6 +251,7 @@ def test_run_classifier_is_an_entry_point(tmp_path):
     assert os.listdir(tmp_path) == []  # a plan: nothing trained, nothing written
 
 
+@pytest.mark.e2e
 def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_path):
     """Regexes checked against what our trainers actually print."""
     ls = load_launcher()
@@ -293,6 +298,7 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
                                                    abs=1e-6), metric
 
 
+@pytest.mark.e2e
 def test_dockerfile_is_hadolint_clean():
     dockerfile = os.path.join(REPO_ROOT, "docker", "Dockerfile")
     proc = subprocess.run([os.path.join(BIN, "hadolint"), dockerfile], capture_output=True,
@@ -306,6 +312,7 @@ def test_dockerfile_is_hadolint_clean():
 TEMPLATES = [os.path.join(REPO_ROOT, "cloudformation", n) for n in ("fsx.yaml", "ec2.yaml")]
 
 
+@pytest.mark.e2e
 def test_templates_are_cfn_lint_clean():
     proc = subprocess.run([os.path.join(BIN, "cfn-lint"), *TEMPLATES], capture_output=True,
                           text=True)
@@ -373,6 +380,7 @@ def no_aws(monkeypatch):
     return ["--endpoint_url", "http://127.0.0.1:9"]
 
 
+@pytest.mark.e2e
 def test_launcher_dry_run_hyphen_does_not_submit():
     """Item 11: `--dry-run` (and every launcher flag spelt with hyphens) is the launcher's own,
     not a hyperparameter of a real submission; space-separated ids are separate ids."""
@@ -502,6 +510,7 @@ def authorized(tmp_path):
     return (tmp_path / "algo-2" / "ssh" / "authorized_keys").read_text().splitlines()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("first", ["leader", "worker"])
 def test_item10_entrypoint_worker_authorises_only_this_attempts_leader_key(first, tmp_path):
     import time
@@ -536,6 +545,7 @@ def test_item10_entrypoint_worker_authorises_only_this_attempts_leader_key(first
     assert not (shared / "leader.pub").exists()
 
 
+@pytest.mark.e2e
 def test_item10_entrypoint_worker_without_a_leader_gives_up(tmp_path):
     shared = tmp_path / "fsx" / ".albert-ssh" / "job"
     # A previous attempt's answer for algo-2, to a nonce of that attempt.

@@ -176,6 +176,7 @@ def _pretraining_cli(argv, timeout=300):
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("source, value, message", [
     ("override", "layer_norm_eps=-1",
      "--config_override layer_norm_eps=-1: AlbertConfig.layer_norm_eps must be a finite number "
@@ -204,6 +205,7 @@ def test_item3_bad_config_values_are_one_line_errors_naming_the_field(source, va
     assert "Traceback" not in proc.stderr and proc.stderr.count("error:") == 1
 
 
+@pytest.mark.e2e
 def test_item3_config_override_false_builds_a_post_layer_norm_model(sample_records, sample_vocab,
                                                                      tmp_path):
     """`pre_layer_norm=false` was the string "false", truthy: a pre-LayerNorm model (its final

@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from albert.data.corpus import ReadStats, iter_documents
 
@@ -123,6 +124,7 @@ def _digests(directory):
             for p in sorted(os.listdir(directory))}
 
 
+@pytest.mark.e2e
 def test_wikipedia_dump_becomes_clean_articles(tmp_path):
     dump = tmp_path / "enwiki-test-pages-articles.xml.bz2"
     write_dump(dump)
@@ -177,6 +179,7 @@ def _records():
             for i in range(40)]
 
 
+@pytest.mark.e2e
 def test_jsonl_and_parquet_give_the_same_records(sample_vocab, tmp_path):
     records = _records()
     # The same documents, with one unusable row at the same place in each file.
@@ -226,6 +229,7 @@ def test_jsonl_and_parquet_give_the_same_records(sample_vocab, tmp_path):
 # -- compressed files, directories, globs and comma lists -----------------------------------------
 
 
+@pytest.mark.e2e
 def test_compressed_inputs_read_like_plain_ones(sample_corpus, sample_vocab, tmp_path):
     documents = [d for d in sample_corpus.read_text().split("\n\n") if d.strip()]
     parts = ["\n\n".join(documents[i::4]) + "\n" for i in range(4)]

@@ -191,6 +191,7 @@ def test_bad_input_is_counted_or_named(sample_vocab, tmp_path):
     assert summary["instances"] >= 6
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -233,6 +234,7 @@ def _peak_rss_mb(argv):
     return float(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 def test_peak_memory_does_not_grow_with_corpus(sample_corpus, sample_vocab, tmp_path):
     text = sample_corpus.read_text()
     small, large = tmp_path / "small.txt", tmp_path / "large.txt"
@@ -351,6 +353,7 @@ def test_records_are_globally_shuffled(sample_corpus, sample_vocab, tmp_path):
         assert _same_document_distance(docs[known]) > 0.2, name
 
 
+@pytest.mark.e2e
 def test_shards_have_no_empty_file(sample_vocab, tmp_path):
     """--num_shards above what the corpus fills: fewer shards, all non-empty, and a warning."""
     text = tmp_path / "tiny.txt"
@@ -381,6 +384,7 @@ def _leftovers(directory):
     return [p for p in os.listdir(directory) if ".partial-" in p or ".old-" in p]
 
 
+@pytest.mark.e2e
 def test_non_empty_output_dir_needs_overwrite(sample_corpus, sample_vocab, tmp_path):
     out = tmp_path / "data"
     common = ["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
@@ -445,6 +449,7 @@ def test_full_disk_removes_temporaries(failing, sample_corpus, sample_vocab, tmp
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.e2e
 def test_empty_validation_set_warns(sample_corpus, sample_vocab, tmp_path):
     proc = _cli(["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
                  str(tmp_path / "o"), "--max_seq_length", "32", "--max_predictions_per_seq", "5",
@@ -457,6 +462,7 @@ def test_empty_validation_set_warns(sample_corpus, sample_vocab, tmp_path):
     assert not (tmp_path / "o" / "validation").exists()
 
 
+@pytest.mark.e2e
 def test_all_invalid_utf8_input_is_named(sample_vocab, tmp_path):
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("Caf\u00e9 cr\u00e8me na\u00efve r\u00e9sum\u00e9 d\u00e9j\u00e0 vu. "
@@ -489,6 +495,7 @@ def _running(pid):
         return False
 
 
+@pytest.mark.e2e
 def test_kill_9_leaves_no_orphan_workers(sample_corpus, sample_vocab, tmp_path):
     text = sample_corpus.read_text()
     big = tmp_path / "big.txt"
@@ -529,6 +536,7 @@ def test_kill_9_leaves_no_orphan_workers(sample_corpus, sample_vocab, tmp_path):
 # -- what a run shows (issue 27) ----------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_progress_shows_the_input_read_of_its_total(sample_corpus, sample_vocab, tmp_path):
     """A bar on stderr over the input's bytes (so a total and the time left), with the instances
     made and their rate; --no_progress: none. No TensorFlow start-up lines either."""

@@ -19,6 +19,8 @@ import pytest
 
 from albert.squad_metrics import evaluate
 
+pytestmark = pytest.mark.e2e
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NUMBER = r"([-+]?\d+\.\d+)"
 

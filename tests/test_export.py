@@ -92,6 +92,7 @@ def trainer_checkpoint(model, directory):
     model.config.to_json_file(directory / "config.json")
 
 
+@pytest.mark.e2e
 def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
     tf.keras.utils.set_random_seed(0)
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
@@ -123,6 +124,7 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
     assert served["b_start_logits"].shape == (5, 37)
 
 
+@pytest.mark.e2e
 def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
     tf.keras.utils.set_random_seed(1)
     model = AlbertForPreTraining(tiny()).build_for_config()
@@ -154,6 +156,7 @@ def test_export_replaces_an_existing_version(tmp_path):
         export_saved_model(second, str(tmp_path / "x"), "pretraining")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case, message", [
     ("missing", "--checkpoint_path {tmp}/nope does not exist"),
     ("no_vocab", "no vocabulary beside"),
@@ -230,6 +233,7 @@ def tree(directory):
     return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
 
 
+@pytest.mark.e2e
 def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_path):
     """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
     tokens. Refused, given or found beside the weights, and nothing is written."""
@@ -247,6 +251,7 @@ def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_pat
     assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving")
 
 
+@pytest.mark.e2e
 def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sample_vocab,
                                                                                 tmp_path):
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
@@ -292,6 +297,7 @@ def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint
     assert (notes / "saved_model.pb").is_file() and not (notes / "todo.txt").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("runner, train_file", [("run_squad", "train.json"),
                                                 ("run_classifier", "train.tsv")])
 def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_file, tmp_path):
@@ -315,6 +321,7 @@ def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_fil
     assert not ckpt.exists() and (notes / "todo.txt").read_text() == "keep"
 
 
+@pytest.mark.e2e
 def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
     model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
@@ -327,6 +334,7 @@ def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
     assert (tmp_path / "serving").read_text() == "not a directory"
 
 
+@pytest.mark.e2e
 def test_item11_answer_output_that_is_a_directory_is_refused_before_inference(tmp_path):
     (tmp_path / "answers").mkdir()
     proc = subprocess.run([sys.executable, "-m", "albert.answer", "--checkpoint_path",
@@ -338,6 +346,7 @@ def test_item11_answer_output_that_is_a_directory_is_refused_before_inference(tm
     assert sorted(os.listdir(tmp_path)) == ["answers"]  # no answers.tmp left behind
 
 
+@pytest.mark.e2e
 def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample_vocab,
                                                           tmp_path):
     """final/ (a run's Hugging Face export) and SavedModels were made 0700 (tempfile.mkdtemp,
@@ -367,6 +376,7 @@ def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample
 
 # -- issue 23: the classifier ---------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_path):
     """A Hugging Face classifier without a task card (from elsewhere): the SavedModel returns
     `logits` [batch, 3] as the Keras model does, and its card holds what the model knows: the

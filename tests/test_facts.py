@@ -62,6 +62,7 @@ def items(data):
         yield p["context"], p["qas"][0]
 
 
+@pytest.mark.e2e
 def test_paraphrase_set_is_squad_v2_with_exact_answer_spans(paraphrase_set, sample_vocab):
     from albert.tokenization import load_tokenizer
 
@@ -86,6 +87,7 @@ def test_paraphrase_set_is_squad_v2_with_exact_answer_spans(paraphrase_set, samp
         assert squad.answer_recovery_rate(examples, features) >= 0.99
 
 
+@pytest.mark.e2e
 def test_fine_tuning_never_sees_the_held_out_wording_and_dev_always_asks_across_it(
         paraphrase_set):
     _, (train, dev) = paraphrase_set
@@ -103,6 +105,7 @@ def test_fine_tuning_never_sees_the_held_out_wording_and_dev_always_asks_across_
     assert min(sides.values()) > 20 and len(sides) == 4, sides
 
 
+@pytest.mark.e2e
 def test_answers_need_the_relation_and_unanswerables_lack_only_the_asked_fact(paraphrase_set):
     _, (train, dev) = paraphrase_set
     for context, qa in [*items(train), *items(dev)]:

@@ -11,6 +11,7 @@ from conftest import run_in_process
 RUNNERS = ("run_pretraining", "run_squad", "run_classifier")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("runner", RUNNERS + ("answer", "classify"))
 def test_help_shows_each_default_once(runner):
     out = subprocess.run([sys.executable, "-m", f"albert.{runner}", "--help"],
@@ -42,6 +43,7 @@ def test_plan_only_takes_the_launchers_rank_count_in_every_runner(sample_vocab, 
         assert "batch plan: 8 x 2 x 4 = 64" in out, (runner, out)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_bad_flag_is_one_line_and_exit_2_without_a_traceback(runner, tmp_path):
     """The one real process per runner for a user's error (the runners' error cases run
@@ -60,6 +62,7 @@ def test_bad_flag_is_one_line_and_exit_2_without_a_traceback(runner, tmp_path):
                                                 "got 0"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("runner", ["run_squad", "run_classifier"])
 def test_evaluation_only_from_pretrained_needs_a_path_in_both_fine_tuners(runner, sample_vocab,
                                                                           tmp_path):

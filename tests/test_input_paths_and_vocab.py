@@ -54,6 +54,7 @@ def linked_corpus(tmp_path):
 # -- item 2: each file once, linked directories followed once, no loop, skips reported ---------
 
 
+@pytest.mark.e2e
 def test_item2_symlink_loop_and_duplicate_paths_read_once_create_pretraining_data(
         linked_corpus, sample_vocab, tmp_path):
     """A `**` glob through two link loops ends (glob itself lists 2**40 paths), a directory
@@ -81,6 +82,7 @@ def test_item2_symlink_loop_and_duplicate_paths_read_once_create_pretraining_dat
     assert any("inputs skipped" in w for w in summary["warnings"])
 
 
+@pytest.mark.e2e
 def test_item2_linked_directory_followed_once_train_tokenizer(linked_corpus, tmp_path):
     """train_tokenizer lists inputs the same way: the linked subdirectory's documents count."""
     proc = _cli("train_tokenizer", "--input", str(linked_corpus), str(linked_corpus / "a.txt"),
@@ -98,6 +100,7 @@ def test_item2_linked_directory_followed_once_train_tokenizer(linked_corpus, tmp
 # -- item 12: a path that exists is taken literally; a comma split is said ----------------------
 
 
+@pytest.mark.e2e
 def test_item12_bracket_and_comma_paths_create_pretraining_data_and_train_tokenizer(
         sample_vocab, tmp_path):
     (tmp_path / "part[1].txt").write_text(_docs("maple", 3))
@@ -131,6 +134,7 @@ def test_item12_bracket_and_comma_paths_create_pretraining_data_and_train_tokeni
         "no file")
 
 
+@pytest.mark.e2e
 def test_item12_bracket_and_comma_paths_reader_and_check_records(sample_records, tmp_path,
                                                                  caplog):
     from albert.data.reader import resolve_files
@@ -171,6 +175,7 @@ def small_vocab(sample_corpus, tmp_path_factory):
         "--processes", "1"]))
 
 
+@pytest.mark.e2e
 def test_item6_records_with_ids_past_the_spm_model_are_one_error_at_start(
         sample_records, small_vocab, tmp_path):
     """Without a summary.json beside them (records from elsewhere) the first records show the
@@ -197,6 +202,7 @@ def test_item6_records_with_ids_past_the_spm_model_are_one_error_at_start(
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e
 def test_item6_check_records_names_ids_outside_the_vocabulary(sample_records, sample_vocab,
                                                               small_vocab):
     proc = check_records("train", "--filesystem_prefix", str(sample_records), "--spm_model",
@@ -247,6 +253,7 @@ def test_item6_token_id_check_reads_past_the_first_record(tmp_path):
 # -- item 8 (+ item 15, item 11): train_tokenizer's output directory ----------------------------
 
 
+@pytest.mark.e2e
 def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_identical(
         sample_corpus, sample_vocab, tmp_path):
     argv = ["--input", str(sample_corpus), "--vocab_size", "300", "--processes", "1",
@@ -290,6 +297,7 @@ def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_id
     assert vocabulary == {"spm_model": str(model), "sha256": digest, "vocab_size": 300}
 
 
+@pytest.mark.e2e
 def test_item11_train_tokenizer_output_dir_that_is_a_file(sample_corpus, tmp_path):
     target = tmp_path / "vocab"
     target.write_text("keep me\n")

@@ -341,8 +341,9 @@ def _recompute_gradients(overrides, mode, jit):
     return float(loss), [g.numpy() for g in gradients], names
 
 
-@pytest.mark.parametrize("name, jit", [("tiny", False), ("tiny", True),
-                                       ("two_groups_two_inner", True)],
+@pytest.mark.parametrize("name, jit", [
+    ("tiny", False), pytest.param("tiny", True, marks=pytest.mark.slow),
+    pytest.param("two_groups_two_inner", True, marks=pytest.mark.slow)],
                          ids=["tiny-graph", "tiny-xla", "two_groups_two_inner-xla"])
 def test_recompute_layers_gives_the_same_gradients_with_dropout_on(name, jit):
     loss, plain, names = _recompute_gradients(RECOMPUTE_CONFIGS[name], "none", jit)
@@ -357,6 +358,7 @@ def test_recompute_layers_gives_the_same_gradients_with_dropout_on(name, jit):
             assert np.abs(b).max() > 1e-7, var
 
 
+@pytest.mark.slow
 def test_recompute_really_frees_memory_under_xla(tmp_path):
     """XLA's CPU buffer assignment (bytes of all buffers of the compiled training gradient), in a
     fresh process (XLA_FLAGS), with --recompute none and layers:

@@ -151,6 +151,7 @@ def test_schedule_from_zero_is_googles_polynomial_decay():
         learning_rate_at(0, 1.0, 0, 10, decay="cosine")
 
 
+@pytest.mark.e2e
 def test_from_scratch_fine_tune_learns_with_bias_correction_and_collapses_without(
         sample_vocab, tmp_path):
     # Issue 25: Google's uncorrected moments make the first updates ~3x larger; from scratch at a

@@ -128,6 +128,7 @@ def test_bad_names_are_errors():
         parameter_count(config, "ner")
 
 
+@pytest.mark.e2e
 def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     # `python -m albert.plan` (the README's table): each cell is the largest micro-batch whose
     # plan fits with the safety margin, without / with recomputation.
@@ -197,6 +198,7 @@ def test_batch_plan_is_exact_or_refused():
             resolve_batch_plan(*args)
 
 
+@pytest.mark.e2e
 def test_item15_plan_gives_one_message_per_bad_value():
     """Issue 24 item 15: one combined message blamed every flag for one bad value, and
     --memory_gb (now --memory_budget_gb) 1000000 was refused as not "above 0"."""

@@ -125,7 +125,8 @@ def reference_update(model, optimizer, batches, lr):
 
 
 @pytest.mark.parametrize("kind,corrected,xla", [
-    ("lamb", True, False), ("lamb", False, False), ("adamw", True, True),
+    ("lamb", True, False), ("lamb", False, False),
+    pytest.param("adamw", True, True, marks=pytest.mark.slow),
 ], ids=["lamb", "lamb_google_uncorrected", "adamw_xla"])
 def test_training_updates_match_pytorch_albert_with_a_reference_optimizer(tmp_path, kind,
                                                                           corrected, xla):

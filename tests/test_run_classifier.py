@@ -57,6 +57,7 @@ def finetuned(topic_task, sample_vocab, tmp_path_factory):
     return out, argv, proc
 
 
+@pytest.mark.e2e
 def test_tiny_model_learns_the_topic_task(finetuned, topic_task):
     out, _, proc = finetuned
     _, counts = topic_task
@@ -101,6 +102,7 @@ def test_tiny_model_learns_the_topic_task(finetuned, topic_task):
     assert f"baseline majority class ({commonest}): accuracy {majority:.4f}" in summary[0]
 
 
+@pytest.mark.horovod
 def test_two_ranks_score_exactly_as_one(finetuned, topic_task, tmp_path):
     """Evaluation split over horovodrun -np 2 and gathered on rank 0 gives the one-process
     scores and predictions, from the exported model (labels from its id2label). Only the loss
@@ -124,6 +126,7 @@ def test_two_ranks_score_exactly_as_one(finetuned, topic_task, tmp_path):
         assert (tmp_path / "two" / name).read_text() == (out / "out" / name).read_text()
 
 
+@pytest.mark.horovod
 def test_two_rank_training_learns_as_one_rank(finetuned, topic_task, sample_vocab, tmp_path):
     """horovodrun -np 2 with half the per-GPU batch (the same global batch of 32) reaches the
     one-process accuracy: same margin over the baseline, within a few dev examples."""
@@ -147,6 +150,7 @@ def test_two_rank_training_learns_as_one_rank(finetuned, topic_task, sample_voca
     assert "Traceback" not in refused.stderr
 
 
+@pytest.mark.e2e
 def test_padding_to_the_batch_longest_changes_no_prediction(finetuned, topic_task, tmp_path):
     out, _, _ = finetuned
     topic_dir, _ = topic_task
@@ -164,6 +168,7 @@ def test_padding_to_the_batch_longest_changes_no_prediction(finetuned, topic_tas
             == (out / "out" / "eval_predictions.tsv").read_text())
 
 
+@pytest.mark.e2e
 def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_task, tmp_path):
     """Predicting dev.tsv caches its features without labels; scoring dev.tsv afterwards with
     the same --cache_dir must read the labels, not reuse those (it scored accuracy 0.0 against
@@ -188,6 +193,7 @@ def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_t
             == [r["prediction"] for r in read_tsv(tmp_path / "scored" / "eval_predictions.tsv")])
 
 
+@pytest.mark.e2e
 def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(finetuned, tmp_path):
     out, argv, _ = finetuned
     argv = [a if a != str(out / "out") else str(tmp_path / "out") for a in argv]
@@ -231,6 +237,7 @@ def glue_files(task, directory, pairs):
     return directory
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("task, metrics", [("cola", {"mcc", "accuracy"}),
                                            ("mrpc", {"f1", "accuracy", "mcc"}),
                                            ("stsb", {"pearson", "spearman"})])
@@ -284,6 +291,7 @@ def jsonl_regression(sample_vocab, tmp_path_factory):
     return tmp_path, proc
 
 
+@pytest.mark.e2e
 def test_jsonl_pairs_and_regression_without_a_preset(jsonl_regression, tmp_path):
     out, _ = jsonl_regression
     result = json.loads((out / "o" / "eval_results.json").read_text())
@@ -301,6 +309,7 @@ def test_jsonl_pairs_and_regression_without_a_preset(jsonl_regression, tmp_path)
     assert again == result  # the same weights, features and scoring
 
 
+@pytest.mark.e2e
 def test_regression_predictions_are_written_in_full_precision(jsonl_regression):
     """Scores computed from eval_predictions.tsv are the reported ones, to the last bit (with 6
     digits, Spearman from the file was 0.8437 where 0.8440 was printed), and predictions.tsv
@@ -403,6 +412,7 @@ def test_quoted_newline_in_a_tsv_is_named_as_such(sample_vocab, tmp_path):
     assert "save the file as .csv" in error and "a tab inside a text" not in error
 
 
+@pytest.mark.e2e
 def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):
     from albert import AlbertConfig, AlbertForPreTraining
 
@@ -420,6 +430,7 @@ def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):
     assert not (tmp_path / "o" / "eval_results.json").exists()
 
 
+@pytest.mark.e2e
 def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_path):
     # A fine-tuner resolves --per_gpu_batch_size auto like run_pretraining, and a resumed run
     # keeps what its run.json recorded even when the budget would now choose otherwise.
@@ -461,6 +472,7 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
     assert json.loads((tmp_path / "k" / "run.json").read_text())["batch_plan"]["micro_batch"] == 8
 
 
+@pytest.mark.e2e
 def test_eval_frequency_scores_during_training_in_the_logs(topic_task, sample_vocab, tmp_path):
     # Issue 23: every runner evaluates every --eval_frequency updates, logged like training.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

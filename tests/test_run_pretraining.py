@@ -55,6 +55,7 @@ def max_weight_diff(a, b):
     return max(float(np.abs(a[k] - b[k]).max()) for k in a)
 
 
+@pytest.mark.e2e
 def test_learns_and_logs_to_tensorboard(sample_records, sample_vocab, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -122,6 +123,7 @@ EQUIV = {"--shuffle_buffer": "0", "--total_steps": "3",
          "--config_override": ["classifier_dropout_prob=0.0"]}
 
 
+@pytest.mark.horovod
 def test_horovod_two_ranks_equals_one_process(sample_records, sample_vocab, tmp_path):
     hvd = tmp_path / "hvd"
     argv = base_args(sample_records, sample_vocab, hvd, **EQUIV, **{"--per_gpu_batch_size": "4"})
@@ -167,6 +169,7 @@ def _run_until(argv, marker, sig, launcher=()):
     return proc.returncode, "".join(seen) + rest
 
 
+@pytest.mark.e2e
 def test_resume_after_kill9_and_sigterm_continues_the_same_trajectory(sample_records,
                                                                        sample_vocab, tmp_path):
     straight = tmp_path / "straight"
@@ -217,6 +220,7 @@ def test_clear_errors(overrides, message, sample_records, sample_vocab, tmp_path
     assert code == 2 and message in err, err[-2000:]
 
 
+@pytest.mark.e2e
 def test_checkpoint_from_a_different_config(sample_records, sample_vocab, tmp_path):
     run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "1"}))
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
@@ -225,6 +229,7 @@ def test_checkpoint_from_a_different_config(sample_records, sample_vocab, tmp_pa
     assert "different model config: num_hidden_layers: checkpoint 4 vs this run 2" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_path):
     from albert.data.squad_sample import write_sample
 
@@ -239,6 +244,7 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     assert {"exact", "HasAns_f1", "NoAns_f1", "best_f1"} <= set(rows[0])
 
 
+@pytest.mark.e2e
 def test_batch_plan_derives_accumulation_and_logs_one_line(sample_records, sample_vocab, tmp_path):
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
         "--per_gpu_batch_size": "4", "--global_batch_size": "8", "--total_steps": "2"}))
@@ -253,6 +259,7 @@ def test_batch_plan_derives_accumulation_and_logs_one_line(sample_records, sampl
                                     "global_batch": 8}
 
 
+@pytest.mark.e2e
 def test_plan_only_prints_the_plan_for_n_ranks_and_trains_nothing(sample_records, sample_vocab,
                                                                   tmp_path):
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
@@ -262,6 +269,7 @@ def test_plan_only_prints_the_plan_for_n_ranks_and_trains_nothing(sample_records
     assert not (tmp_path / "ckpt").exists()
 
 
+@pytest.mark.e2e
 def test_same_dir_different_start_is_refused_same_command_resumes(sample_records, sample_vocab,
                                                                   tmp_path):
     first = base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "2",
@@ -301,6 +309,7 @@ HVD_RESUME = {"--total_steps": "6", "--shuffle_buffer": "100", "--checkpoint_fre
                                     "classifier_dropout_prob=0.1"]}
 
 
+@pytest.mark.horovod
 def test_horovod_kill9_resume_with_dropout_equals_the_straight_run(sample_records, sample_vocab,
                                                                    tmp_path):
     # Dropout on, two ranks: each rank's masks are keyed by (seed, rank, update, micro-batch), and
@@ -350,6 +359,7 @@ def _record_offsets(data: bytes) -> list[int]:
     return offsets
 
 
+@pytest.mark.e2e
 def test_corrupt_shard_is_named_progress_saved_and_skip_corrupt_records_trains_on(
         sample_records, sample_vocab, tmp_path):
     shards = _copy_shards(sample_records / "train", tmp_path / "data" / "train")
@@ -374,6 +384,7 @@ def test_corrupt_shard_is_named_progress_saved_and_skip_corrupt_records_trains_o
     assert shards[1].name in ok.stderr  # the warning at start names the damaged file
 
 
+@pytest.mark.horovod
 def test_rank_with_only_empty_shards_stops_every_rank(sample_records, sample_vocab, tmp_path):
     train = tmp_path / "data" / "train"
     _copy_shards(sample_records / "train", train,
@@ -388,6 +399,7 @@ def test_rank_with_only_empty_shards_stops_every_rank(sample_records, sample_voc
     assert "1 of 2 ranks have no records to read: rank 1's 1 file(s)" in out, out[-3000:]
 
 
+@pytest.mark.e2e
 def test_validation_files_are_checked_at_start(sample_records, sample_corpus, sample_vocab,
                                                tmp_path):
     from albert import create_pretraining_data
@@ -420,6 +432,7 @@ def _auto_choice(log: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
+@pytest.mark.e2e
 def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
         sample_records, sample_vocab, tmp_path):
     from albert.config import AlbertConfig
@@ -447,6 +460,7 @@ def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
     assert chosen["layers"] >= 2.5 * chosen["none"], chosen
 
 
+@pytest.mark.e2e
 def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sample_vocab,
                                                               tmp_path):
     from albert.config import AlbertConfig
@@ -499,6 +513,7 @@ def test_memory_flag_errors(overrides, message, sample_records, sample_vocab, tm
     assert code == 2 and f"error: {message}" in err, err[-2000:]
 
 
+@pytest.mark.horovod
 def test_horovod_recompute_with_dropout_and_accumulation_trains(sample_records, sample_vocab,
                                                                  tmp_path):
     # Two ranks, dropout on, two micro-batches per update, the gradient under XLA: the allreduce
@@ -520,6 +535,7 @@ def test_horovod_recompute_with_dropout_and_accumulation_trains(sample_records, 
     assert all(np.isfinite(r["loss"]) for r in records if r["split"] == "train")
 
 
+@pytest.mark.e2e
 def test_plan_only_warns_when_a_fixed_micro_batch_exceeds_the_budget(sample_records,
                                                                    sample_vocab, tmp_path):
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
@@ -534,6 +550,7 @@ def test_plan_only_warns_when_a_fixed_micro_batch_exceeds_the_budget(sample_reco
     assert f"error: --checkpoint_path {tmp_path} holds no model config" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_after_a_replay_the_next_restart_restores_its_input_position(sample_records, sample_vocab,
                                                                       tmp_path):
     """A run resumed under another batch plan replays its input stream; the position it saves
@@ -558,6 +575,7 @@ def test_after_a_replay_the_next_restart_restores_its_input_position(sample_reco
     assert max_weight_diff(weights(out), weights(straight)) < 1e-5
 
 
+@pytest.mark.e2e
 def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_is_not(
         sample_records, sample_vocab, tmp_path):
     # Issue 24 item 9: the second run's start-up would remove the first one's saves in flight.
@@ -583,6 +601,7 @@ def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_i
     assert "train step 2 " in proc.stdout and not in_flight.exists()
 
 
+@pytest.mark.e2e
 def test_directory_flags_naming_a_file_are_one_line_errors(sample_records, sample_vocab,
                                                            tmp_path):
     # Issue 24 item 11.
@@ -596,6 +615,7 @@ def test_directory_flags_naming_a_file_are_one_line_errors(sample_records, sampl
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e
 def test_first_update_compiles_outside_the_logged_speed(sample_records, sample_vocab, tmp_path):
     # Issue 24 item 15: the first seq/s (a SageMaker metric) no longer includes compile time.
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))

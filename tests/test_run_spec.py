@@ -47,6 +47,7 @@ def argv(topic, vocab, output_dir, lr="5e-4", steps="5", *extra):
             "--output_dir", str(output_dir), "--no_progress", "--xla", "off", *extra]
 
 
+@pytest.mark.e2e
 def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path):
     a, b = tmp_path / "expA", tmp_path / "expB"
     run_classifier(argv(topic, sample_vocab, a))
@@ -81,6 +82,7 @@ def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_v
     assert "discarding the run" in fresh.stderr and "resuming" not in fresh.stderr
 
 
+@pytest.mark.e2e
 def test_eval_only_refuses_labels_in_another_order(topic, sample_vocab, tmp_path):
     run = tmp_path / "trained"
     run_classifier(argv(topic, sample_vocab, run))
@@ -116,6 +118,7 @@ def test_differences_name_each_entry_and_ignore_total_steps():
         "seed: recorded None, now 3"]
 
 
+@pytest.mark.e2e
 def test_keep_best_keeps_the_best_evaluation_and_says_which(topic, sample_vocab, tmp_path):
     out = tmp_path / "run"
     base = argv(topic, sample_vocab, out, "2e-3", "8", "--eval_file", str(topic / "dev.tsv"),

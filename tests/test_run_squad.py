@@ -43,6 +43,7 @@ def finetuned(squad_files, sample_vocab, tmp_path_factory):
     return out, argv, proc
 
 
+@pytest.mark.e2e
 def test_tiny_model_learns_planted_answers(finetuned, squad_files):
     out, _, proc = finetuned
     assert "100.00% of answers recoverable" in proc.stderr
@@ -77,6 +78,7 @@ def test_tiny_model_learns_planted_answers(finetuned, squad_files):
     assert f"baseline all-empty answers: exact {empty:.2f} F1 {empty:.2f}" in summary[0]
 
 
+@pytest.mark.e2e
 def test_padding_to_the_batch_gives_the_predictions_of_padding_to_max(finetuned, squad_files,
                                                                        tmp_path):
     """Issue 26: windows batched by length and padded to their bucket predict exactly what
@@ -98,6 +100,7 @@ def test_padding_to_the_batch_gives_the_predictions_of_padding_to_max(finetuned,
         results["max"]["eval_results.json"]["f1"])
 
 
+@pytest.mark.e2e
 def test_resumed_bucketed_fine_tune_continues_the_straight_run(sample_vocab, tmp_path):
     """Issue 26: under --padding batch a run resumed from its checkpoint (its input position
     restored) or under another batch split (the stream replayed) ends where the straight run
@@ -125,6 +128,7 @@ def test_resumed_bucketed_fine_tune_continues_the_straight_run(sample_vocab, tmp
     assert replayed == pytest.approx(straight, abs=1e-3)
 
 
+@pytest.mark.horovod
 def test_prediction_split_across_two_ranks_matches_one(finetuned, squad_files, tmp_path):
     out, _, _ = finetuned
     _, dev = squad_files
@@ -172,6 +176,7 @@ def test_clear_errors(argv, message, squad_files, sample_vocab, tmp_path):
     assert code == 2 and message in err, err[-2000:]
 
 
+@pytest.mark.e2e
 def test_v11_data_is_predicted_and_scored_as_v11(sample_vocab, tmp_path):
     train, dev = write_sample(str(tmp_path / "d"), "v1.1", train_questions=5, dev_questions=12)
     run_squad(["--train_file", train, "--total_steps", "1", "--per_gpu_batch_size", "2",
@@ -190,6 +195,7 @@ def test_v11_data_is_predicted_and_scored_as_v11(sample_vocab, tmp_path):
     assert len(preds) == 12 and all(p for p in preds.values())  # v1.1 always answers
 
 
+@pytest.mark.e2e
 def test_loaded_model_too_short_for_max_seq_length(squad_files, sample_vocab, tmp_path):
     from albert import AlbertConfig, AlbertForQuestionAnswering
 
@@ -204,6 +210,7 @@ def test_loaded_model_too_short_for_max_seq_length(squad_files, sample_vocab, tm
     assert "--max_seq_length 128 exceeds the model's max_position_embeddings (64)" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_predict_only_from_the_finished_fine_tune_reproduces_its_scores(finetuned, squad_files,
                                                                         tmp_path):
     out, argv, _ = finetuned
@@ -219,6 +226,7 @@ def test_predict_only_from_the_finished_fine_tune_reproduces_its_scores(finetune
     assert trained["f1"] > 100.0 * trained["NoAns_total"] / trained["total"] + 15
 
 
+@pytest.mark.e2e
 def test_predict_only_refuses_a_model_without_a_qa_head(squad_files, sample_vocab, tmp_path):
     from albert import AlbertConfig, AlbertForPreTraining
 
@@ -234,6 +242,7 @@ def test_predict_only_refuses_a_model_without_a_qa_head(squad_files, sample_voca
     assert not (tmp_path / "o" / "predictions.json").exists()
 
 
+@pytest.mark.e2e
 def test_same_command_on_a_finished_fine_tune_says_so_and_predicts(finetuned, tmp_path):
     out, argv, _ = finetuned
     argv = [a if a != str(out / "pred") else str(tmp_path / "pred") for a in argv]
@@ -244,6 +253,7 @@ def test_same_command_on_a_finished_fine_tune_says_so_and_predicts(finetuned, tm
             == json.loads((out / "pred" / "eval_results.json").read_text()))
 
 
+@pytest.mark.e2e
 def test_training_features_are_cached_shuffled(finetuned):
     out, _, _ = finetuned
     metas = [p for p in (out / "cache").glob("*.seed42.meta.json")]
@@ -255,6 +265,7 @@ def test_training_features_are_cached_shuffled(finetuned):
     assert abs(spearman) < 0.2, spearman  # read order carries no article order
 
 
+@pytest.mark.e2e
 def test_eval_frequency_scores_during_training_in_the_logs(sample_vocab, tmp_path):
     # Issue 23: every runner evaluates every --eval_frequency updates, logged like training.
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -1,12 +1,20 @@
 """The shipped launch scripts, run as a user runs them: plan mode with a fake GPU count prints the
 README recipe's batch plan; the two-phase script runs both phases end to end on tiny data."""
 
+import dis
+import inspect
+import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
+import textwrap
+import tokenize
+import types
 
+import pytest
 from conftest import REPO_ROOT
 
 VENV_BIN = os.path.join(REPO_ROOT, ".venv", "bin")
@@ -34,6 +42,7 @@ def value(argv, flag):
     return argv[argv.index(flag) + 1]
 
 
+@pytest.mark.e2e
 def test_one_box_script_plans_32_x_16_x_8():
     out = run_script("pretrain_one_box.sh", {"PLAN_ONLY": "1", "GPUS": "8", "DATA": "/fsx/data",
                                              "VOCAB": "/fsx/vocab/spiece.model"})
@@ -50,6 +59,7 @@ def test_one_box_script_plans_32_x_16_x_8():
     assert "(micro-batch 32 at sequence length 512, bf16, recompute none)" in memory[0]
 
 
+@pytest.mark.e2e
 def test_multi_host_script_plans_32_x_8_x_16():
     out = run_script("pretrain_multi_host.sh", {"PLAN_ONLY": "1", "HOSTS": "ip-a:8,ip-b:8",
                                                 "DATA": "/fsx/data", "VOCAB": "/fsx/v.model"})
@@ -57,6 +67,7 @@ def test_multi_host_script_plans_32_x_8_x_16():
     assert "batch plan: 32 x 8 x 16 = 4096" in out
 
 
+@pytest.mark.e2e
 def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_corpus, sample_vocab,
                                                                        tmp_path):
     # Issue 24 item 13 as well: CORPUS, VOCAB and OUT relative to the caller's directory, with
@@ -93,6 +104,7 @@ def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_cor
     assert again.count("this run already finished") == 2
 
 
+@pytest.mark.e2e
 def test_item13_scripts_resolve_relative_paths_against_the_callers_directory(sample_vocab,
                                                                              tmp_path):
     """Relative DATA/VOCAB/RUN and CORPUS/VOCAB/OUT name the caller's files (the scripts `cd`ed
@@ -132,3 +144,83 @@ def test_item13_scripts_resolve_relative_paths_against_the_callers_directory(sam
     proc = run_script("tensorboard.sh", {}, cwd=caller, args=["models"], check=False)
     assert proc.returncode == 2
     assert proc.stderr == f"error: log dir models does not exist (relative to {caller})\n"
+
+
+# The tiers. A unit-tier test starts no process; the few exceptions are cheap and named here.
+TIER_MARKERS = {"slow", "horovod", "e2e"}
+PROCESS_WORDS = ("subprocess", "horovodrun")  # in lower-cased code, so HOROVODRUN too
+CHEAP_PROCESSES = {
+    "test_fast_runs_the_unit_tier_and_every_other_test_is_marked":
+        "runs `bash scripts/test.sh --plan`, which prints commands and starts no Python",
+}
+
+
+def _collect(args):
+    """pytest's own collection of tests/ under `args`, in this process (the test modules are
+    imported once): the selected items and the deselected ones."""
+
+    class Recorder:
+        def __init__(self):
+            self.selected, self.deselected = [], []
+
+        def pytest_deselected(self, items):
+            self.deselected.extend(items)
+
+        def pytest_collection_finish(self, session):
+            self.selected.extend(session.items)
+
+    recorder = Recorder()
+    code = pytest.main([*args, "--collect-only", "-qq", "-p", "no:cacheprovider",
+                        os.path.join(REPO_ROOT, "tests")], plugins=[recorder])
+    assert code == pytest.ExitCode.OK, code
+    return recorder.selected, recorder.deselected
+
+
+def _code_of(item):
+    """The code (comments left out) of the test function, its fixtures and the functions in
+    tests/ they call by global name, transitively."""
+    tests = os.path.join(REPO_ROOT, "tests")
+    todo = [item.function] + [d.func for defs in item._fixtureinfo.name2fixturedefs.values()
+                              for d in defs]
+    seen = []
+    while todo:
+        func = todo.pop()
+        if (not isinstance(func, types.FunctionType) or func in seen
+                or not (inspect.getsourcefile(func) or "").startswith(tests)):
+            continue
+        seen.append(func)
+        codes = [func.__code__]
+        while codes:
+            code = codes.pop()
+            codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            todo.extend(func.__globals__.get(i.argval) for i in dis.get_instructions(code)
+                        if i.opname == "LOAD_GLOBAL")
+    tokens = [t for func in seen for t in tokenize.generate_tokens(
+        io.StringIO(textwrap.dedent(inspect.getsource(func))).readline)]
+    return " ".join(t.string for t in tokens if t.type != tokenize.COMMENT)
+
+
+def test_fast_runs_the_unit_tier_and_every_other_test_is_marked():
+    """`scripts/test.sh --fast` selects exactly the tests without a slow, horovod or e2e marker,
+    none of which launches horovodrun or a command-line tool; the marked tests and the unit tier
+    together are the whole suite (which CI runs)."""
+    plan = subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", "test.sh"), "--fast",
+                           "--plan"], capture_output=True, text=True, timeout=60, check=True)
+    [line] = [line for line in plan.stdout.splitlines() if " -m pytest" in line]
+    argv = shlex.split(line[len("would run: "):])
+    assert argv[:3] == [".venv/bin/python", "-m", "pytest"] and argv[3] == "-m", argv
+    assert set(re.findall(r"\w+", argv[4])) == TIER_MARKERS | {"not", "and"}, argv
+
+    unit, rest = _collect(argv[3:])
+    everything = unit + rest
+    marked = [i for i in everything if TIER_MARKERS & {m.name for m in i.iter_markers()}]
+    assert len(everything) > 500 and len(unit) > 300
+    assert len(marked) + len(unit) == len(everything)
+    assert {i.nodeid for i in marked} == {i.nodeid for i in rest}
+
+    launching = {}
+    for item in unit:
+        words = [w for w in PROCESS_WORDS if w in _code_of(item).lower()]
+        if words and item.originalname not in CHEAP_PROCESSES:
+            launching[item.nodeid] = words
+    assert launching == {}, "mark these e2e, horovod or slow:\n" + "\n".join(launching)

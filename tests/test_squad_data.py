@@ -204,6 +204,7 @@ def test_doc_stride_above_the_room_skips_no_token(tokenizer, tmp_path):
     assert len(spans) == n_context  # each context token in exactly one window
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "flags, message",
     [
@@ -253,6 +254,7 @@ def test_wrongly_typed_fields_name_file_and_question(qa, message, tmp_path):
         squad.read_squad(path)
 
 
+@pytest.mark.e2e
 def test_run_squad_null_question_is_one_line_error(sample_vocab, tmp_path):
     """Item 12 (data) through the CLI: `question: null` in the training file -> exit 2, one
     line naming the file and the question id (was a TypeError traceback in the tokenizer)."""

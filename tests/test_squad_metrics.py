@@ -122,6 +122,7 @@ def test_version_detection_scores_v1_as_v1():
     assert evaluate_v1(v1["data"], {"q": "the"})["exact_match"] == 100.0
 
 
+@pytest.mark.e2e
 def test_cli_prints_json_and_errors(tmp_path):
     data, preds, na = tmp_path / "d.json", tmp_path / "p.json", tmp_path / "n.json"
     data.write_text(json.dumps(v2_data()))
@@ -151,6 +152,7 @@ def write_json(path, obj):
     return path
 
 
+@pytest.mark.e2e
 def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
     """Item 6: a no-answer file without some predicted ids made best_f1 65 (below plain F1 100)
     without a word; the official v2.0 script raises KeyError there: one error line naming the
@@ -174,6 +176,7 @@ def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
     assert json.loads(ok.stdout)["best_f1"] == 100.0
 
 
+@pytest.mark.e2e
 def test_missing_predictions_warn_as_the_official_scripts(tmp_path):
     """Item 6 (predictions missing ids): v2.0 leaves them out of the scores, v1.1 scores them 0
     (each official script's rule), and both warn on stderr with the count and the ids."""
@@ -194,6 +197,7 @@ def test_missing_predictions_warn_as_the_official_scripts(tmp_path):
     assert "scored 0 and counted in the total" in proc.stderr and "(q2)" in proc.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "preds, na, message",
     [

@@ -235,6 +235,7 @@ def test_saved_iterator_and_replay_continue_exactly(cache, padding, tmp_path):
 # -- the measurement ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_benchmark_reports_padding_and_both_rates(sample_vocab):
     """scripts/benchmark.py --squad_padding, small: its keys, and padding shares that follow
     from the batches (speed itself is not asserted)."""

@@ -35,6 +35,7 @@ def test_fp16_loss_scale_grows_after_interval(batches):
     assert float(trainer.loss_scale) == 8.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])
 def test_xla_paths_train(batches, precision):
     trainer = make_trainer(precision, xla=True, lr=5e-3)
@@ -47,6 +48,7 @@ def test_xla_paths_train(batches, precision):
     assert int(trainer.step) == 18
 
 
+@pytest.mark.slow
 def test_accumulation_averages_micro_batches(batches):
     two = make_trainer(accum_steps=2)
     one = make_trainer()
@@ -89,7 +91,8 @@ def _global_norm(grads):
     return float(np.sqrt(sum(float((g.astype(np.float64) ** 2).sum()) for g in grads)))
 
 
-@pytest.mark.parametrize("xla", [False, True], ids=["eager_graph", "xla"])
+@pytest.mark.parametrize("xla", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["eager_graph", "xla"])
 def test_accumulated_gradient_reaching_the_optimizer_is_the_large_batch_mean(batches, xla):
     # Two micro-batches of 8 must hand the optimizer the gradient of the 16-sequence batch (the
     # mean, not the sum), and grad_norm must be that gradient's norm before clipping.
@@ -139,6 +142,7 @@ def test_exclusions_on_real_variable_paths():
         assert decay != is_norm_or_bias, name
 
 
+@pytest.mark.slow
 def test_onednn_gradient_with_xla_update_matches_plain_tf(batches):
     # The CPU plan choose_xla can pick: gradient on TensorFlow's kernels, update under XLA.
     mixed = make_trainer(xla=True, xla_gradient=False)
@@ -164,6 +168,7 @@ def _max_diff(a, b):
     return max(float(np.abs(x - y).max()) for x, y in zip(a, b, strict=True))
 
 
+@pytest.mark.slow
 def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batches):
     from albert.distributed import Distributed
 
@@ -191,6 +196,7 @@ def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batche
     assert _max_diff(_weights(twice), _weights(once)) > 1e-6
 
 
+@pytest.mark.slow
 def test_dropout_resume_needs_no_rng_state(batches, tmp_path):
     from albert.checkpoints import CheckpointHandler
     from albert.distributed import Distributed
@@ -257,6 +263,7 @@ def _two_micro_batches(a, b):
     return {k: tf.concat([a[k], b[k]], 0) for k in a}
 
 
+@pytest.mark.slow
 def test_recompute_gives_the_same_updates_with_dropout_and_accumulation(batches):
     # fp32, XLA-compiled gradient, 2 micro-batches per update: the recomputed forward passes
     # draw the masks of the first ones, so the weights agree to float32 rounding.
@@ -273,6 +280,7 @@ def test_recompute_gives_the_same_updates_with_dropout_and_accumulation(batches)
     assert _max_diff(runs["none"], _weights(make_trainer(config_overrides=DROPOUT))) > 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
 def test_recompute_trains_in_mixed_precision(batches, precision):
     # bf16, and fp16 with dynamic loss scaling (its first updates may overflow and be skipped).

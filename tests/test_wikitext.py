@@ -369,6 +369,7 @@ def _corpus_cli(*argv):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.e2e
 def test_corpus_cli_writes_what_the_reader_extracts(dump, tmp_path):
     text = tmp_path / "text.txt"
     proc = _corpus_cli("--input", dump, "--output", text)
@@ -397,6 +398,7 @@ def test_corpus_cli_writes_what_the_reader_extracts(dump, tmp_path):
     assert proc.stdout == "First line here.\nSecond one.\nNext.\n"
 
 
+@pytest.mark.e2e
 def test_corpus_cli_bad_input_is_one_error_line(dump, tmp_path):
     records = tmp_path / "pages.jsonl"
     records.write_text(json.dumps({"id": 1, "body": "Text."}) + "\n" * 2)

@@ -60,6 +60,7 @@ def test_matmul_probe_is_the_chains_flops_over_its_fastest_repeat(monkeypatch, j
     assert next(ticks, None) is None
 
 
+@pytest.mark.horovod
 def test_auto_xla_plan_is_rank_zeros_on_every_rank(tmp_path):
     # Each rank's probe can come out differently on a busy host; all must compile the same.
     import subprocess
@@ -96,6 +97,7 @@ def test_a_resumed_auto_run_reuses_its_recorded_plan_without_probing(monkeypatch
     assert xla_plan.choose_xla("on", "fp32", Distributed(), recorded=recorded)[:2] == (True, True)
 
 
+@pytest.mark.e2e
 def test_run_records_its_plan_and_resume_reuses_it(sample_records, sample_vocab, tmp_path):
     import json
     import subprocess
