@@ -279,3 +279,39 @@ def test_no_module_below_the_command_line_takes_the_parsed_flags():
             if isinstance(node, ast.FunctionDef) and node.name not in ("main", "_bad_values"):
                 params = [a.arg for a in node.args.args + node.args.kwonlyargs]
                 assert "args" not in params, f"{name}.{node.name} takes args"
+
+
+def test_a_refusal_on_rank_0_stops_every_rank():
+    """distributed.on_chief: what rank 0 decides (a run directory's lock, the recorded run) is
+    every rank's, and so is its refusal; the other ranks would otherwise wait at the next
+    collective operation for a rank that has stopped."""
+    from albert.distributed import Distributed, on_chief
+    from albert.errors import AlbertError, FlagError
+
+    class Rank(Distributed):
+        size = 2
+
+        def __init__(self, rank, shared):
+            self.rank, self.shared = rank, shared
+
+        def allgather_object(self, obj):
+            self.shared[self.rank] = obj
+            return [self.shared.get(0), obj]
+
+    shared = {}
+    with pytest.raises(FlagError, match="learning_rate"):
+        on_chief(Rank(0, shared), lambda: (_ for _ in ()).throw(FlagError("learning_rate: x")))
+    called = []
+    with pytest.raises(AlbertError, match="rank 0: learning_rate: x"):
+        on_chief(Rank(1, shared), lambda: called.append(1))
+    assert not called  # only rank 0 decides
+    assert on_chief(Rank(0, {}), lambda: "spec") == "spec"
+    shared = {}
+    on_chief(Rank(0, shared), lambda: {"step": 3})
+    assert on_chief(Rank(1, shared), lambda: None) == {"step": 3}
+    # A bug on rank 0 is no user error on the others.
+    shared = {}
+    with pytest.raises(KeyError):
+        on_chief(Rank(0, shared), lambda: {}["missing"])
+    with pytest.raises(RuntimeError, match="rank 0 failed"):
+        on_chief(Rank(1, shared), lambda: None)

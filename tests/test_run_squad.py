@@ -112,7 +112,8 @@ def test_resumed_bucketed_fine_tune_continues_the_straight_run(sample_vocab, tmp
         run_squad(["--train_file", train, "--predict_file", dev, "--model_size", "tiny",
                    "--config_override", "num_hidden_layers=1", "--spm_model", sample_vocab,
                    "--max_seq_length", "128", "--doc_stride", "48", "--max_query_length", "24",
-                   "--global_batch_size", "8", "--total_steps", str(steps),
+                   "--global_batch_size", "8", "--per_gpu_batch_size", "8",
+                   "--total_steps", str(steps),
                    "--warmup_steps", "0", "--learning_rate", "1e-3", "--end_learning_rate",
                    "1e-3", "--checkpoint_frequency", "1", "--log_frequency", "1",
                    "--output_dir", str(tmp_path / name), "--cache_dir", str(tmp_path / "cache"),
@@ -122,7 +123,7 @@ def test_resumed_bucketed_fine_tune_continues_the_straight_run(sample_vocab, tmp
     straight = fine_tune("straight", 6)
     fine_tune("restored", 3)
     assert fine_tune("restored", 6) == pytest.approx(straight, abs=1e-5)
-    fine_tune("replayed", 3, "--per_gpu_batch_size", "8")
+    fine_tune("replayed", 3)
     # 4 x 2 instead of 8 x 1: no saved position of this split, so the stream is replayed.
     replayed = fine_tune("replayed", 6, "--per_gpu_batch_size", "4")
     assert replayed == pytest.approx(straight, abs=1e-3)
