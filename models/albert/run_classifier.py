@@ -179,17 +179,10 @@ def resolve(args):
 
 def run(args) -> int:
     """Train (with --train_file), then evaluate (--eval_file) and predict (--test_file)."""
-    spec = resolve(args)
-    if spec.plan_only:
-        from albert.memory import plan_only_lines
-
-        for line in plan_only_lines(spec, plan_ranks(args), head="classifier"):
-            print(line, flush=True)
-        return 0
-    from albert.runner import run as run_task
+    from albert.runner import run_or_plan
     from albert.tasks.classification import ClassifierTask
 
-    return run_task(ClassifierTask(spec))
+    return run_or_plan(ClassifierTask, resolve(args), plan_ranks(args))
 
 
 def main(argv=None) -> int:

@@ -84,18 +84,10 @@ def resolve(args):
 
 
 def run(args) -> int:
-    spec = resolve(args)
-    if spec.plan_only:
-        # The batch plan for --plan_ranks ranks and the memory plan per GPU; nothing else runs.
-        from albert.memory import plan_only_lines
-
-        for line in plan_only_lines(spec, plan_ranks(args), head="pretraining"):
-            print(line, flush=True)
-        return 0
-    from albert.runner import run as run_task
+    from albert.runner import run_or_plan
     from albert.tasks.pretraining import PretrainingTask
 
-    return run_task(PretrainingTask(spec))
+    return run_or_plan(PretrainingTask, resolve(args), plan_ranks(args))
 
 
 def main(argv=None) -> int:

@@ -115,17 +115,10 @@ def resolve(args):
 
 def run(args) -> int:
     """Train (with --train_file), then predict and score (with --predict_file)."""
-    spec = resolve(args)
-    if spec.plan_only:
-        from albert.memory import plan_only_lines
-
-        for line in plan_only_lines(spec, plan_ranks(args), head="squad"):
-            print(line, flush=True)
-        return 0
-    from albert.runner import run as run_task
+    from albert.runner import run_or_plan
     from albert.tasks.squad import SquadTask
 
-    return run_task(SquadTask(spec))
+    return run_or_plan(SquadTask, resolve(args), plan_ranks(args))
 
 
 def main(argv=None) -> int:

@@ -25,6 +25,19 @@ logger = logging.getLogger("albert.runner")
 LOWER_IS_BETTER = ("loss",)
 
 
+def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
+    """What a runner does with its resolved spec: --plan_only's lines (the batch plan for
+    `plan_ranks` ranks and the memory plan per GPU; nothing else runs), or the run of
+    task_class(spec)."""
+    if spec.plan_only:
+        from albert.memory import plan_only_lines
+
+        for line in plan_only_lines(spec, plan_ranks, head=task_class.head):
+            print(line, flush=True)
+        return 0
+    return run(task_class(spec))
+
+
 def run(task) -> int:
     """Run `task` (its spec in task.spec) to the end; 0 when it finished or stopped cleanly."""
     import keras
