@@ -28,6 +28,19 @@ def start_up_noise(stderr):
     return [line for line in stderr.splitlines() if any(n in line for n in START_UP_NOISE)]
 
 
+def last_reading_bar(stderr, path):
+    """The last state of a tool's "reading:" progress bar over the input file `path`, checked to
+    have reached 100% of the file's size."""
+    from tqdm import tqdm
+
+    total = tqdm.format_sizeof(os.path.getsize(path), divisor=1024)
+    bars = [line for line in stderr.replace("\r", "\n").splitlines()
+            if line.startswith("reading: ")]
+    assert bars and bars[-1].startswith("reading: 100%"), stderr
+    assert f"| {total}/{total} [" in bars[-1], bars[-1]
+    return bars[-1]
+
+
 def check_records(*argv):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     return subprocess.run([sys.executable, "-m", "albert.check_records", *argv],

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import PREDS, SEQ
-from test_check_records import as_a_user_runs, start_up_noise
-from tqdm import tqdm
+from test_check_records import as_a_user_runs, last_reading_bar, start_up_noise
 
 from albert import create_pretraining_data
 from albert.data import shuffle
@@ -544,13 +543,9 @@ def test_progress_shows_the_input_read_of_its_total(sample_corpus, sample_vocab,
               "--max_predictions_per_seq", "5", "--num_shards", "2", "--processes", "2"]
     proc = as_a_user_runs("create_pretraining_data", *common, "--output_dir", tmp_path / "a")
     assert proc.returncode == 0, proc.stderr
-    total = tqdm.format_sizeof(os.path.getsize(sample_corpus), divisor=1024)
-    bars = [line for line in proc.stderr.replace("\r", "\n").splitlines()
-            if line.startswith("reading: ")]
-    assert bars and bars[-1].startswith("reading: 100%"), proc.stderr
-    assert f"| {total}/{total} [" in bars[-1]
+    bar = last_reading_bar(proc.stderr, sample_corpus)
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert f", {summary['instances']} instances (" in bars[-1]
+    assert f", {summary['instances']} instances (" in bar
     assert start_up_noise(proc.stderr) == []
 
     quiet = as_a_user_runs("create_pretraining_data", *common, "--output_dir", tmp_path / "b",
