@@ -47,7 +47,6 @@ def run(task) -> int:
     from albert.run_logging import MetricsLogger
 
     started = time.time()
-    task.check()
     dist = distributed.init()
     spec = task.spec = distributed.on_chief(dist, lambda: task.spec)
     set_precision(spec.execution.precision)

@@ -42,9 +42,6 @@ class Task:
         self.loss_fn = self.metric_names = self.metrics_fn = None
 
     # -- before the model -----------------------------------------------------------------------
-    def check(self) -> None:
-        """Checks that need no TensorFlow (files exist, flags agree), on every rank."""
-
     def setup(self, dist, tokenizer) -> None:
         """Read the data (every rank, so a bad row stops them all alike) and write feature
         caches (rank 0)."""
