@@ -103,7 +103,7 @@ def parse_args(argv=None):
     p.add_argument("--xla", choices=("auto", "on", "off"), default="auto",
                    help="as in run_pretraining: which step functions XLA compiles")
     p.add_argument("--skip_xla", action="store_true", help="same as --xla off")
-    p.set_defaults(eager=False)  # what flags.xla_plan_from_flags reads; the step is never eager
+    p.set_defaults(eager=False)  # what resolve.xla_plan_from_flags reads; the step is never eager
     p.add_argument("--recompute", choices=("none", "layers"), default="none",
                    help="recompute each transformer layer's activations in the backward pass")
     p.add_argument("--compare_recompute", action="store_true",
@@ -250,11 +250,11 @@ def bench_step(args) -> dict:
 
     from albert import distributed
     from albert.config import AlbertConfig
-    from albert.flags import xla_plan_from_flags
     from albert.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.modeling import AlbertForPreTraining
     from albert.optimization import make_optimizer
     from albert.precision import set_precision
+    from albert.resolve import xla_plan_from_flags
     from albert.trainer import Trainer
 
     dist = distributed.init()
@@ -770,11 +770,11 @@ def bench_squad_padding(args) -> dict:
     from albert import distributed
     from albert.config import AlbertConfig
     from albert.data import squad
-    from albert.flags import xla_plan_from_flags
     from albert.losses import SQUAD_METRICS, squad_loss
     from albert.modeling import AlbertForQuestionAnswering
     from albert.optimization import make_optimizer
     from albert.precision import set_precision
+    from albert.resolve import xla_plan_from_flags
     from albert.trainer import Trainer
 
     paddings = ("max", "batch")

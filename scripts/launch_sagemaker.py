@@ -222,7 +222,7 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
     with mock.patch.object(argparse.ArgumentParser, "error", fail):
         args = module.parse_args(argv)
     # The runners' own checks of counts and frequencies (--total_steps 0 ...), where present.
-    check = getattr(_entry_module("flags"), "check_training_flags", None)
+    check = getattr(_entry_module("resolve"), "check_training_flags", None)
     if check is not None:
         try:
             check(args)

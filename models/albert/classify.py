@@ -30,7 +30,8 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter, add_alias, column_flag, run_main
+from albert.flags import FlagError, HelpFormatter, add_alias, run_main
+from albert.resolve import column_flag
 
 logger = logging.getLogger("albert.classify")
 

@@ -38,13 +38,15 @@ from albert.flags import (
     add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
+    run_main,
+)
+from albert.resolve import (
     check_training_flags,
     column_flag,
     fine_tuned_path,
     plan_ranks,
     resolve_paths,
     resolve_spec,
-    run_main,
     settle_features,
     tokenizer_path,
 )

@@ -16,15 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from albert.flags import (
-    HelpFormatter,
-    add_model_flags,
-    add_training_flags,
-    check_training_flags,
-    plan_ranks,
-    resolve_spec,
-    run_main,
-)
+from albert.flags import HelpFormatter, add_model_flags, add_training_flags, run_main
+from albert.resolve import check_training_flags, plan_ranks, resolve_spec
 
 
 def parse_args(argv=None):

@@ -51,7 +51,7 @@ def data_files(paths) -> list[str]:
 
 
 # -- the typed spec -------------------------------------------------------------------------------
-# Resolved once from the flags (albert.flags.resolve_spec, the one place that reads them), on
+# Resolved once from the flags (albert.resolve.resolve_spec, the one place that reads them), on
 # rank 0, and handed to every rank (albert.run); every module below the command-line tools takes
 # these objects, never the flags.
 

@@ -1,7 +1,7 @@
 """One run of a task, the same for every task: build -> start or resume -> train (evaluating every
 --eval_frequency updates) -> evaluate -> export -> a closing summary.
 
-The runner modules resolve their flags into a RunSpec (albert.flags.resolve_spec) and a Task
+The runner modules resolve their flags into a RunSpec (albert.resolve.resolve_spec) and a Task
 (albert.tasks); `run(task)` does the rest. Rank 0's spec is every rank's, and a refusal decided on
 rank 0 (a run directory in use, a run that differs from the recorded one) stops every rank with
 its message instead of leaving the others waiting at the next collective.
