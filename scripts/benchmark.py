@@ -30,8 +30,8 @@ without, the median of interleaved pairs); with --input_pipeline reader_records_
 reader_vs_step;
 with --memory peak_memory_bytes (measured through the warm-up updates: on a CPU the peak
 resident memory of this process, on a GPU the allocator's peak from
-tf.config.experimental.get_memory_info), planned_memory_bytes (albert.plan.memory_plan's estimate
-of the same quantity: on a GPU without the runtime term, which the allocator does not see),
+tf.config.experimental.get_memory_info), planned_memory_bytes (albert.train.plan.memory_plan's
+estimate of the same quantity: on a GPU without the runtime term, which the allocator does not see),
 planned_memory (the plan's parts, bytes) and, with --memory_budget_gb,
 planned_largest_micro_batch ({"none": m, "layers": m}: the largest micro-batch the plan fits in
 the budget, with --per_gpu_batch_size auto's margin, without and with recomputation) and, with
@@ -51,7 +51,7 @@ keys below.
 albert.data.squad's prediction_batches and training_batches, length buckets of 64), on one
 AlbertForQuestionAnswering of --model_size, its repeats interleaved. The question set is built in
 the run, in SQuAD v2.0 format, with contexts of realistic length: runs of 5 to 20 consecutive
-sentences of CPython's help topics (albert.data.squad_sample.passages((5, 20)), the bundled corpus),
+sentences of CPython's help topics (albert.demo.squad_sample.passages((5, 20)), the bundled corpus),
 a fact planted in each, --squad_questions questions (a third unanswerable), windowed at
 --max_seq_length with doc_stride 128 and 64 question tokens, with a 3,000-piece vocabulary trained
 on the same help topics (or --spm_model). At 384 about a quarter of the positions of fixed padding
@@ -164,7 +164,7 @@ def _bad_value(args) -> str | None:
     """The first flag value the benchmark cannot run with, named, or None. Checked before
     TensorFlow is imported: a 0 reached a division by --steps, range(--repeats) left no time
     to report, and a sequence too short for its predictions failed deep in numpy."""
-    from albert.config import PRESETS
+    from albert.model.config import PRESETS
 
     minimums = {"steps": 1, "repeats": 1, "warmup": 0, "per_gpu_batch_size": 1,
                 "gradient_accumulation_steps": 1, "max_predictions_per_seq": 1, "horovod": 0,
@@ -235,9 +235,9 @@ def synthetic_batch(args, vocab_size, rng):
 
 def measure_matmul_peak(precision: str, on_gpu: bool) -> float:
     """The faster of TensorFlow's kernel and XLA's on a large matmul in the compute dtype (the
-    step may run on either: see albert.xla_plan.choose_xla)."""
-    from albert.precision import COMPUTE_DTYPES
-    from albert.xla_plan import matmul_flops
+    step may run on either: see albert.train.xla_plan.choose_xla)."""
+    from albert.train.precision import COMPUTE_DTYPES
+    from albert.train.xla_plan import matmul_flops
 
     n = 8192 if on_gpu else 2048
     dtype = COMPUTE_DTYPES[precision]
@@ -248,14 +248,14 @@ def bench_step(args) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from albert import distributed
-    from albert.config import AlbertConfig
-    from albert.losses import PRETRAINING_METRICS, pretraining_loss
-    from albert.modeling import AlbertForPreTraining
-    from albert.optimization import make_optimizer
-    from albert.precision import set_precision
-    from albert.resolve import xla_plan_from_flags
-    from albert.trainer import Trainer
+    from albert.cli.resolve import xla_plan_from_flags
+    from albert.model.config import AlbertConfig
+    from albert.model.modeling import AlbertForPreTraining
+    from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss
+    from albert.train import distributed
+    from albert.train.optimization import make_optimizer
+    from albert.train.precision import set_precision
+    from albert.train.trainer import Trainer
 
     dist = distributed.init()
     set_precision(args.precision)
@@ -269,7 +269,7 @@ def bench_step(args) -> dict:
         trainer = Trainer(model, pretraining_loss, optimizer, lambda s: 1e-4, dist,
                           metric_names=PRETRAINING_METRICS,
                           accum_steps=args.gradient_accumulation_steps, precision=args.precision,
-                          xla=xla.update, xla_gradient=xla.gradient, recompute=recompute)
+                          xla=xla, recompute=recompute)
         trainer.broadcast_state()
 
         def run_steps(n):
@@ -367,7 +367,7 @@ def peak_memory_bytes() -> int:
 def memory_report(args, model, ranks: int, xla_gradient: bool) -> dict:
     import tensorflow as tf
 
-    from albert.plan import GIB, largest_fitting, memory_plan
+    from albert.train.plan import GIB, largest_fitting, memory_plan
 
     config = model.config
 
@@ -395,9 +395,9 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
     """What --per_gpu_batch_size auto chooses for --auto_global_batch on this rank: on a GPU by
     trial steps (while this run's weights, gradients and optimizer slots are held), else from the
     plan against --memory_budget_gb or the available memory."""
-    from albert.losses import pretraining_loss
-    from albert.memory import micro_batch_trial, resolve_auto_batch, synthetic_batch
-    from albert.run_spec import Batching, Execution, RunSpec
+    from albert.tasks.losses import pretraining_loss
+    from albert.train.memory import micro_batch_trial, resolve_auto_batch, synthetic_batch
+    from albert.train.run_spec import Batching, Execution, RunSpec
 
     spec = RunSpec(
         task="pretraining",
@@ -544,7 +544,7 @@ def make_hf_step(args):
     import torch
     import transformers
 
-    from albert.config import AlbertConfig
+    from albert.model.config import AlbertConfig
 
     torch.set_num_threads(os.cpu_count() or 1)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -734,9 +734,10 @@ def squad_padding_set(args, tmp: str):
     import random
 
     from albert import train_tokenizer
-    from albert.data import squad, squad_sample
-    from albert.data.sample import write_corpus
-    from albert.tokenization import load_tokenizer
+    from albert.data import squad
+    from albert.data.tokenization import load_tokenizer
+    from albert.demo import squad_sample
+    from albert.demo.sample import write_corpus
 
     spm_model = args.spm_model
     if not spm_model:
@@ -767,15 +768,15 @@ def bench_squad_padding(args) -> dict:
 
     import tensorflow as tf
 
-    from albert import distributed
-    from albert.config import AlbertConfig
+    from albert.cli.resolve import xla_plan_from_flags
     from albert.data import squad
-    from albert.losses import SQUAD_METRICS, squad_loss
-    from albert.modeling import AlbertForQuestionAnswering
-    from albert.optimization import make_optimizer
-    from albert.precision import set_precision
-    from albert.resolve import xla_plan_from_flags
-    from albert.trainer import Trainer
+    from albert.model.config import AlbertConfig
+    from albert.model.modeling import AlbertForQuestionAnswering
+    from albert.tasks.losses import SQUAD_METRICS, squad_loss
+    from albert.train import distributed
+    from albert.train.optimization import make_optimizer
+    from albert.train.precision import set_precision
+    from albert.train.trainer import Trainer
 
     paddings = ("max", "batch")
     seq = args.max_seq_length
@@ -805,8 +806,7 @@ def bench_squad_padding(args) -> dict:
 
         trainer = Trainer(model, squad_loss, make_optimizer("adamw", model.trainable_variables),
                           lambda step: 1e-5, dist, metric_names=SQUAD_METRICS,
-                          accum_steps=accum, precision=args.precision, xla=xla.update,
-                          xla_gradient=xla.gradient)
+                          accum_steps=accum, precision=args.precision, xla=xla)
         trainer.broadcast_state()
         streams = {p: iter(squad.training_batches(train_prefix, micro, accum, seq, seed=1,
                                                   padding=p)) for p in paddings}
@@ -868,7 +868,7 @@ def bench_squad_padding(args) -> dict:
 
 
 def main(argv=None):
-    from albert.flags import user_errors
+    from albert.cli.flags import user_errors
 
     with user_errors():  # a flag that cannot work, a file that cannot be used: one line, exit 2
         return _main(argv)

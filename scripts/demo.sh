@@ -4,7 +4,7 @@
 #   projects, each said in two of three synonymous wordings) -> SentencePiece vocabulary ->
 #   pretraining TFRecords -> pretrain a tiny ALBERT (MLM + sentence order) -> a SQuAD v2.0-format
 #   question set in the registry's language over help-topic passages, whose dev questions use
-#   wordings its training questions never do (albert.data.facts) -> fine-tune twice with the same
+#   wordings its training questions never do (albert.demo.facts) -> fine-tune twice with the same
 #   flags and seed, from the pretrained model and from scratch -> both official dev scores, the
 #   difference and a verdict.
 # Everything lands in demo_output/ (DEMO_DIR=... to change); re-running starts from scratch.
@@ -46,7 +46,7 @@ step() { echo; echo "=== $* ==="; }
 started=$(date +%s)
 
 step "1/7 corpus: CPython's help topics and a registry of project facts (no download)"
-$PY -m albert.data.sample --output "$OUT/corpus.txt" --source pydoc+facts
+$PY -m albert.demo.sample --output "$OUT/corpus.txt" --source pydoc+facts
 
 step "2/7 SentencePiece vocabulary"
 $PY -m albert.train_tokenizer --input "$OUT/corpus.txt" --vocab_size 3000 --output_dir "$OUT/vocab"
@@ -104,7 +104,7 @@ step "5/7 a SQuAD v2.0-format question set: paraphrased questions, distractors, 
 # Fine-tuning questions and passages use two of each relation's three wordings. Each dev question
 # uses the third and its passage the other two, or the other way round: only the pretraining text
 # says the third wording means what the others do.
-$PY -m albert.data.squad_sample --output_dir "$OUT/squad_data" --style paraphrase \
+$PY -m albert.demo.squad_sample --output_dir "$OUT/squad_data" --style paraphrase \
     --train_questions "$TRAIN_QUESTIONS" --dev_questions "$DEV_QUESTIONS"
 
 # Both fine-tunes run with exactly these flags; only the starting weights differ.

@@ -222,7 +222,7 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
     with mock.patch.object(argparse.ArgumentParser, "error", fail):
         args = module.parse_args(argv)
     # The runners' own checks of counts and frequencies (--total_steps 0 ...), where present.
-    check = getattr(_entry_module("resolve"), "check_training_flags", None)
+    check = getattr(_entry_module("cli.resolve"), "check_training_flags", None)
     if check is not None:
         try:
             check(args)
@@ -232,7 +232,7 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
 
 def _needs_value(parser) -> set[str]:
     """The option strings of `parser` that cannot stand without a value (an old spelling too:
-    albert.flags.add_alias)."""
+    albert.cli.flags.add_alias)."""
     return {option for option, action in parser._option_string_actions.items()
             if action.nargs not in (0, "?", "*")}
 

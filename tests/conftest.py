@@ -22,7 +22,7 @@ def _float32_policy():
 @pytest.fixture(scope="session")
 def sample_corpus(tmp_path_factory):
     """The bundled English corpus (CPython's help topics) in BERT's blank-line layout."""
-    from albert.data.sample import write_corpus
+    from albert.demo.sample import write_corpus
 
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
     write_corpus(str(path))
@@ -61,13 +61,15 @@ def sample_records(sample_corpus, sample_vocab, tmp_path_factory):
 def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overrides=None,
                  dist=None, optimizer=None, **kwargs):
     """A Trainer over a 2-layer tiny ALBERT (vocabulary 2000), seeded; optimizer(variables)
-    builds another optimizer than LAMB."""
+    builds another optimizer than LAMB. xla: both step functions compiled or neither, unless
+    xla_gradient says otherwise for the gradient; eager=True: neither traced."""
     from albert import AlbertConfig, AlbertForPreTraining
-    from albert.distributed import Distributed
-    from albert.losses import PRETRAINING_METRICS, pretraining_loss
-    from albert.optimization import make_optimizer
-    from albert.precision import set_precision
-    from albert.trainer import Trainer
+    from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss
+    from albert.train.distributed import Distributed
+    from albert.train.optimization import make_optimizer
+    from albert.train.precision import set_precision
+    from albert.train.trainer import Trainer
+    from albert.train.xla_plan import EAGER, XlaPlan
 
     set_precision(precision)
     keras.utils.set_random_seed(0)
@@ -75,9 +77,12 @@ def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overri
                                       **{"classifier_dropout_prob": 0.0,
                                          **(config_overrides or {})})
     model = AlbertForPreTraining(config).build_for_config()
+    gradient = kwargs.pop("xla_gradient", None)
+    plan = (EAGER if kwargs.pop("eager", False)
+            else XlaPlan(xla if gradient is None else gradient, xla, "the test's"))
     opt = (optimizer or (lambda v: make_optimizer("lamb", v)))(model.trainable_variables)
     return Trainer(model, pretraining_loss, opt, lambda step: lr, dist or Distributed(),
-                   metric_names=PRETRAINING_METRICS, precision=precision, xla=xla, **kwargs)
+                   metric_names=PRETRAINING_METRICS, precision=precision, xla=plan, **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from albert.data.squad_sample import write_sample
+from albert.demo.squad_sample import write_sample
+from albert.io.convert import save_pretrained
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 # The settings both commands get. A short window makes most contexts span several windows. A
@@ -163,7 +164,7 @@ def test_clear_errors(case, message, sample_vocab, tmp_path):
                                    str(tmp_path / "serving" / "1"), "pretraining", sample_vocab)
     elif case == "long_window":
         config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=64)
-        AlbertForQuestionAnswering(config).build_for_config().save_pretrained(
+        save_pretrained(AlbertForQuestionAnswering(config).build_for_config(),
             tmp_path / "hf", spm_model=sample_vocab)
         model = str(tmp_path / "hf")
     proc = run_module("albert.answer", ["--checkpoint_path", model, *argv], check=False)
@@ -208,9 +209,9 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
 
     from albert import answer
     from albert.data import squad
-    from albert.run_spec import Outputs, RunSpec
+    from albert.data.tokenization import load_tokenizer
     from albert.tasks.squad import score
-    from albert.tokenization import load_tokenizer
+    from albert.train.run_spec import Outputs, RunSpec
 
     _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
                           seed=5)
@@ -263,7 +264,7 @@ def test_padding_batch_and_max_give_the_same_answers(sample_vocab, tmp_path):
 
     from albert import answer
     from albert.data import squad
-    from albert.tokenization import load_tokenizer
+    from albert.data.tokenization import load_tokenizer
 
     _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
                           seed=6)
@@ -356,8 +357,8 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
     import argparse
 
     from albert.answer import apply_task_card
-    from albert.flags import FlagError
-    from albert.run_spec import file_sha256, write_task_card
+    from albert.cli.flags import FlagError
+    from albert.train.run_spec import file_sha256, write_task_card
 
     model = tmp_path / "model"
     model.mkdir()

@@ -31,7 +31,7 @@ def tiny_training_flops(seq, preds):
     """scripts/benchmark.py's documented FLOPs per sequence for --model_size tiny --vocab_size
     2000, as the list of matmuls ALBERT runs: 2*m*k*n each, training = forward + a backward of
     two forwards."""
-    from albert.config import AlbertConfig
+    from albert.model.config import AlbertConfig
 
     c = AlbertConfig.from_preset("tiny", vocab_size=2000)
     assert (c.embedding_size, c.hidden_size, c.intermediate_size, c.num_hidden_layers) == (

@@ -7,10 +7,10 @@ import pytest
 import tensorflow as tf
 from conftest import make_trainer
 
-from albert.checkpoints import CheckpointHandler, start_state
-from albert.distributed import Distributed
-from albert.optimization import make_optimizer
-from albert.trainer import Trainer
+from albert.train.checkpoints import CheckpointHandler, start_state
+from albert.train.distributed import Distributed
+from albert.train.optimization import make_optimizer
+from albert.train.trainer import Trainer
 
 
 def test_truncated_latest_checkpoint_falls_back(batches, tmp_path):
@@ -95,7 +95,7 @@ def test_unusable_index_finds_checkpoints_by_their_files(damage, batches, tmp_pa
 
 def test_full_disk_save_names_the_directory_and_keeps_the_previous(batches, tmp_path,
                                                                    monkeypatch):
-    from albert.checkpoints import CheckpointError
+    from albert.train.checkpoints import CheckpointError
 
     trainer = _trained_dir(batches, tmp_path, steps=(1,))
     handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
@@ -115,7 +115,7 @@ def test_full_disk_save_names_the_directory_and_keeps_the_previous(batches, tmp_
 
 
 def test_keep_checkpoints_zero_names_the_flag(tmp_path):
-    from albert.checkpoints import CheckpointError
+    from albert.train.checkpoints import CheckpointError
 
     trainer = make_trainer()
     with pytest.raises(CheckpointError, match="--keep_checkpoints must be at least 1, got 0"):
@@ -136,7 +136,7 @@ def test_stale_temporaries_of_interrupted_saves_are_removed_at_start(batches, tm
 
 def test_structural_mismatch_is_reported_not_skipped_as_unreadable(batches, tmp_path):
     from albert import AlbertForQuestionAnswering
-    from albert.checkpoints import CheckpointError
+    from albert.train.checkpoints import CheckpointError
 
     _trained_dir(batches, tmp_path)
     pre = make_trainer()
@@ -152,7 +152,7 @@ def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_reco
     from conftest import PREDS, SEQ
 
     from albert.data.reader import pretraining_dataset
-    from albert.plan import BatchPlan
+    from albert.train.plan import BatchPlan
 
     def data():
         return iter(pretraining_dataset("train", 4, SEQ, PREDS,
@@ -181,7 +181,7 @@ def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_reco
 
 
 def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_path):
-    from albert.checkpoints import CheckpointError, read_run_record
+    from albert.train.checkpoints import CheckpointError, read_run_record
 
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
     first = make_trainer()
@@ -259,7 +259,7 @@ def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_co
 
 
 def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tmp_path, caplog):
-    from albert.checkpoints import CheckpointError
+    from albert.train.checkpoints import CheckpointError
 
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
     spec = {"learning_rate": 0.005, "bias_correction": False, "labels": ["no", "yes"],
@@ -304,7 +304,7 @@ def _counting_dataset(skip):
 
 
 def test_open_input_continues_at_the_saved_position_not_the_start(tmp_path):
-    from albert.plan import BatchPlan
+    from albert.train.plan import BatchPlan
 
     layout = BatchPlan(1, 2, 1)
     trainer = make_trainer()
@@ -341,13 +341,13 @@ def test_a_run_recorded_before_specs_continues_with_uncorrected_moments(batches,
                 load_from="scratch", checkpoint_path=None,
                 record={"started_from": start, "spec": {"bias_correction": True}})
     assert not again.optimizer.bias_correction
-    from albert.checkpoints import read_run_record
+    from albert.train.checkpoints import read_run_record
 
     assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is False
 
 
 def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
-    from albert.checkpoints import read_run_record, write_run_record
+    from albert.train.checkpoints import read_run_record, write_run_record
 
     write_run_record(str(tmp_path), {"best": {"metric": "f1", "value": 90.0, "step": 50}})
     (tmp_path / "best").mkdir()

@@ -197,7 +197,7 @@ def test_truncate_pair_cuts_the_longer_first():
 
 @pytest.fixture(scope="module")
 def tokenizer(sample_vocab):
-    from albert.tokenization import load_tokenizer
+    from albert.data.tokenization import load_tokenizer
 
     return load_tokenizer(sample_vocab)
 
@@ -287,9 +287,9 @@ def test_sample_topic_task(tmp_path):
     import subprocess
     import sys
 
-    from albert.data.classification_sample import DEFAULT_TOPICS
+    from albert.demo.classification_sample import DEFAULT_TOPICS
 
-    proc = subprocess.run([sys.executable, "-m", "albert.data.classification_sample",
+    proc = subprocess.run([sys.executable, "-m", "albert.demo.classification_sample",
                            "--output_dir", str(tmp_path / "topic"), "--seed", "1"],
                           capture_output=True, text=True, check=True)
     assert "majority-class dev accuracy" in proc.stdout
@@ -303,14 +303,14 @@ def test_sample_topic_task(tmp_path):
     assert len(splits["train"]) > 4 * len(splits["dev"]) > 0
     header = (tmp_path / "topic" / "test.tsv").read_text().splitlines()[0]
     assert header == "index\tsentence"  # GLUE's test layout, unlabelled
-    bad = subprocess.run([sys.executable, "-m", "albert.data.classification_sample",
+    bad = subprocess.run([sys.executable, "-m", "albert.demo.classification_sample",
                           "--output_dir", str(tmp_path / "x"), "--topics", "debugger,nope"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "error: unknown help topic(s) nope" in bad.stderr
 
 
 def test_sample_same_topic_pairs_are_balanced(tmp_path):
-    from albert.data.classification_sample import write_task
+    from albert.demo.classification_sample import write_task
 
     counts = write_task(str(tmp_path), "same_topic", seed=2)
     dev = read_examples(str(tmp_path / "dev.tsv"), Columns("sentence1", "sentence2"))

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as sk
 
-from albert.classification_metrics import (
+from albert.eval.classification_scoring import (
     accuracy,
     average_ranks,
     classification_scores,

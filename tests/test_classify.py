@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from albert.data.classification_sample import write_task
+from albert.demo.classification_sample import write_task
 
 pytestmark = pytest.mark.e2e
 
@@ -61,10 +61,10 @@ def reference(topic_run, sample_vocab):
     on all of dev in one batch padded to max_seq_length (classify pads per batch of 64)."""
     import keras
 
-    from albert.convert import load_model
     from albert.data import classification as data
-    from albert.modeling import AlbertForSequenceClassification
-    from albert.tokenization import load_tokenizer
+    from albert.data.tokenization import load_tokenizer
+    from albert.io.convert import load_model
+    from albert.model.modeling import AlbertForSequenceClassification
 
     out, _ = topic_run
     examples = data.read_examples(str(out / "topic" / "dev.tsv"), data.Columns("sentence"),
@@ -282,7 +282,7 @@ def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_p
                                          "it with python -m albert.answer)"),
     }[case]
     if case == "squad_model":
-        from albert.run_spec import write_task_card
+        from albert.train.run_spec import write_task_card
 
         (tmp_path / "qa").mkdir()
         write_task_card(str(tmp_path / "qa"), {"task": "squad", "features": {}})

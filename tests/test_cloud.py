@@ -264,7 +264,7 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
         "--total_steps", "2", "--log_frequency", "1", "--validation_frequency", "2",
         "--checkpoint_dir", str(tmp_path / "ck"), "--log_dir", str(tmp_path / "lg"),
         "--skip_xla", "--no_progress"], capture_output=True, text=True, env=env, check=True)
-    from albert.data.squad_sample import write_sample
+    from albert.demo.squad_sample import write_sample
 
     train_file, dev = write_sample(str(tmp_path / "sq"), train_questions=5, dev_questions=8)
     # One fine-tuning step: run_squad refuses to score an untrained model.

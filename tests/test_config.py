@@ -253,7 +253,7 @@ def test_item3_every_field_is_type_and_range_checked(bad, message, tmp_path):
 
 
 def test_item3_override_words_are_config_json_values():
-    from albert.flags import _parse_override
+    from albert.cli.flags import _parse_override
 
     assert _parse_override("pre_layer_norm=false") == ("pre_layer_norm", False)
     assert _parse_override("pre_layer_norm=True") == ("pre_layer_norm", True)

@@ -9,6 +9,7 @@ import transformers
 from safetensors.numpy import load_file, save_file
 
 from albert import AlbertConfig, AlbertForPreTraining, CheckpointError
+from albert.io.convert import load_pretrained, save_pretrained
 
 
 def tiny():
@@ -19,25 +20,25 @@ def tiny():
 @pytest.fixture
 def saved(tmp_path):
     model = AlbertForPreTraining(tiny()).build_for_config()
-    model.save_pretrained(tmp_path / "ckpt")
+    save_pretrained(model, tmp_path / "ckpt")
     return tmp_path / "ckpt"
 
 
 def test_missing_directory(tmp_path):
     with pytest.raises(CheckpointError, match="not found: .*nope"):
-        AlbertForPreTraining.from_pretrained(tmp_path / "nope")
+        load_pretrained(AlbertForPreTraining, tmp_path / "nope")
 
 
 def test_missing_config(saved):
     (saved / "config.json").unlink()
     with pytest.raises(CheckpointError, match="has no config.json"):
-        AlbertForPreTraining.from_pretrained(saved)
+        load_pretrained(AlbertForPreTraining, saved)
 
 
 def test_missing_weights(saved):
     (saved / "model.safetensors").unlink()
     with pytest.raises(CheckpointError, match="expected model.safetensors or pytorch_model.bin"):
-        AlbertForPreTraining.from_pretrained(saved)
+        load_pretrained(AlbertForPreTraining, saved)
 
 
 def test_missing_tensor_is_named(saved):
@@ -45,7 +46,7 @@ def test_missing_tensor_is_named(saved):
     del state["albert.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight"]
     save_file(state, saved / "model.safetensors")
     with pytest.raises(CheckpointError, match="missing tensor .*albert_layers.0.ffn.weight"):
-        AlbertForPreTraining.from_pretrained(saved)
+        load_pretrained(AlbertForPreTraining, saved)
 
 
 def test_config_that_does_not_match_weights(saved):
@@ -53,14 +54,14 @@ def test_config_that_does_not_match_weights(saved):
     cfg["intermediate_size"] = 24
     (saved / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(CheckpointError, match=r"ffn.weight has shape \(20, 16\)"):
-        AlbertForPreTraining.from_pretrained(saved)
+        load_pretrained(AlbertForPreTraining, saved)
 
 
 def test_requested_config_mismatch(saved):
     other = tiny()
     other.hidden_size = 32
     with pytest.raises(CheckpointError, match="hidden_size: checkpoint 16 vs requested 32"):
-        AlbertForPreTraining.from_pretrained(saved, config=other)
+        load_pretrained(AlbertForPreTraining, saved, config=other)
 
 
 def test_other_architecture(tmp_path):
@@ -68,11 +69,11 @@ def test_other_architecture(tmp_path):
                                   num_attention_heads=2, intermediate_size=20)
     transformers.BertModel(cfg).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="'bert' model"):
-        AlbertForPreTraining.from_pretrained(tmp_path)
+        load_pretrained(AlbertForPreTraining, tmp_path)
     # Same weights under an ALBERT config: refused for lack of ALBERT tensors.
     (tmp_path / "config.json").write_text(json.dumps(tiny().to_dict()))
     with pytest.raises(CheckpointError, match="does not hold ALBERT weights"):
-        AlbertForPreTraining.from_pretrained(tmp_path)
+        load_pretrained(AlbertForPreTraining, tmp_path)
 
 
 def test_pytorch_bin_checkpoint(tmp_path):
@@ -80,7 +81,7 @@ def test_pytorch_bin_checkpoint(tmp_path):
     hf = transformers.AlbertForPreTraining(transformers.AlbertConfig(**tiny().to_dict())).eval()
     tiny().to_json_file(tmp_path)
     torch.save(hf.state_dict(), tmp_path / "pytorch_model.bin")
-    ours = AlbertForPreTraining.from_pretrained(tmp_path)
+    ours = load_pretrained(AlbertForPreTraining, tmp_path)
     ids = np.array([[2, 10, 11, 3]])
     with torch.no_grad():
         ref = hf(input_ids=torch.tensor(ids)).prediction_logits.numpy()
@@ -89,8 +90,8 @@ def test_pytorch_bin_checkpoint(tmp_path):
 
 def test_save_replaces_existing_atomically(saved):
     model = AlbertForPreTraining(tiny()).build_for_config()
-    model.save_pretrained(saved)
-    back = AlbertForPreTraining.from_pretrained(saved)
+    save_pretrained(model, saved)
+    back = load_pretrained(AlbertForPreTraining, saved)
     np.testing.assert_array_equal(back.predictions.bias.numpy(), model.predictions.bias.numpy())
     leftovers = [p.name for p in saved.parent.iterdir() if p.name != "ckpt"]
     assert leftovers == []
@@ -100,7 +101,7 @@ def test_save_replaces_existing_atomically(saved):
 # A Hugging Face PyTorch ALBERT's weights are written under Google's TF1 names with the
 # name-based tf.compat.v1 Saver, the layout of google-research/albert's releases; our import must
 # reproduce the PyTorch logits. The name mapping below goes HF -> Google, written from the
-# Google side's modeling.py / run_pretraining.py independently of albert.convert's.
+# Google side's modeling.py / run_pretraining.py independently of albert.io.convert's.
 
 
 def hf_config(**overrides):
@@ -225,7 +226,7 @@ def torch_inputs():
     ("hub", dict(num_hidden_layers=6, num_hidden_groups=3, inner_group_num=1)),
 ])
 def test_google_checkpoint_matches_pytorch(tmp_path, layout, overrides):
-    from albert.convert import pretrained_kind, vocabulary_file
+    from albert.io.convert import pretrained_kind, vocabulary_file
 
     torch.manual_seed(1)
     hf = transformers.AlbertForPreTraining(hf_config(**overrides)).eval()
@@ -233,7 +234,7 @@ def test_google_checkpoint_matches_pytorch(tmp_path, layout, overrides):
     assert pretrained_kind(d) == "google"
     expected_vocab = d / ("assets" if layout == "hub" else "") / "30k-clean.model"
     assert vocabulary_file(d) == str(expected_vocab)
-    ours = AlbertForPreTraining.from_pretrained(d)
+    ours = load_pretrained(AlbertForPreTraining, d)
     assert ours.config.hidden_act == "gelu_new"
     assert (ours.config.num_hidden_groups, ours.config.inner_group_num) == \
         (hf.config.num_hidden_groups, hf.config.inner_group_num)
@@ -265,7 +266,7 @@ def test_google_squad_head_and_shared_projection(tmp_path):
     del tensors["bert/encoder/embedding_hidden_mapping_in/kernel"]
     del tensors["bert/encoder/embedding_hidden_mapping_in/bias"]
     write_tf1_checkpoint(tensors, d / "model.ckpt-best")
-    ours = AlbertForQuestionAnswering.from_pretrained(d)
+    ours = load_pretrained(AlbertForQuestionAnswering, d)
     out = ours(INPUTS)
     with torch.no_grad():
         ref = hf(**torch_inputs())
@@ -282,7 +283,7 @@ def test_google_unsupported_config_is_refused(tmp_path, field, value):
     hf = transformers.AlbertForPreTraining(hf_config()).eval()
     d = google_dir(tmp_path, hf, "v2", {field: value})
     with pytest.raises(CheckpointError, match=f"{field}.*{value!r}".replace("[", r"\[")):
-        AlbertForPreTraining.from_pretrained(d)
+        load_pretrained(AlbertForPreTraining, d)
 
 
 def test_google_checkpoint_errors(tmp_path):
@@ -296,32 +297,32 @@ def test_google_checkpoint_errors(tmp_path):
         f.unlink()
     write_tf1_checkpoint(tensors, d / "model.ckpt-best")
     with pytest.raises(CheckpointError, match="missing tensor .*intermediate/dense/kernel"):
-        AlbertForPreTraining.from_pretrained(d)
+        load_pretrained(AlbertForPreTraining, d)
     # BERT's TF1 names are not ALBERT's.
     for f in d.glob("model.ckpt-best*"):
         f.unlink()
     write_tf1_checkpoint({"bert/encoder/layer_0/attention/self/query/kernel":
                           np.zeros((16, 16), np.float32)}, d / "model.ckpt-best")
     with pytest.raises(CheckpointError, match="does not hold ALBERT weights under Google's"):
-        AlbertForPreTraining.from_pretrained(d)
+        load_pretrained(AlbertForPreTraining, d)
     # Config without checkpoint, checkpoint without config.
     for f in d.glob("model.ckpt-best*"):
         f.unlink()
     with pytest.raises(CheckpointError, match="albert_config.json but no TF1 checkpoint"):
-        AlbertForPreTraining.from_pretrained(d)
+        load_pretrained(AlbertForPreTraining, d)
     write_tf1_checkpoint(google_tensors(hf), d / "model.ckpt-best")
     (d / "albert_config.json").unlink()
     with pytest.raises(CheckpointError, match="has no albert_config.json"):
-        AlbertForPreTraining.from_pretrained(d)
+        load_pretrained(AlbertForPreTraining, d)
     # A shape that does not match the config.
     (d / "albert_config.json").write_text(json.dumps(google_config(hf.config,
                                                                    intermediate_size=30)))
     with pytest.raises(CheckpointError, match=r"intermediate/dense/kernel has shape \(16, 24\)"):
-        AlbertForPreTraining.from_pretrained(d)
+        load_pretrained(AlbertForPreTraining, d)
 
 
 def test_pretrained_kind_and_vocabulary_file(saved, tmp_path):
-    from albert.convert import pretrained_kind, vocabulary_file
+    from albert.io.convert import pretrained_kind, vocabulary_file
 
     assert pretrained_kind(saved) == "huggingface"
     assert vocabulary_file(saved) is None
@@ -342,7 +343,7 @@ def test_load_model_reads_every_source_strictly(tmp_path):
     import tensorflow as tf
 
     from albert import AlbertForQuestionAnswering
-    from albert.convert import load_model
+    from albert.io.convert import load_model
 
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(tmp_path / "run"),
@@ -392,7 +393,7 @@ def test_google_run_classifier_checkpoint_matches_pytorch(tmp_path):
     tensors["output_weights"] = hf.classifier.weight.detach().numpy().copy()
     tensors["output_bias"] = hf.classifier.bias.detach().numpy().copy()
     write_tf1_checkpoint(tensors, d / "model.ckpt-best")
-    ours = AlbertForSequenceClassification.from_pretrained(d)
+    ours = load_pretrained(AlbertForSequenceClassification, d)
     assert ours.num_labels == 3
     with torch.no_grad():
         ref = hf(**torch_inputs()).logits.numpy()
@@ -403,16 +404,16 @@ def test_sequence_classifier_label_count_and_names(tmp_path):
     import tensorflow as tf
 
     from albert import AlbertForSequenceClassification
-    from albert.convert import load_model
+    from albert.io.convert import load_model
 
     pre = AlbertForPreTraining(tiny()).build_for_config()
-    pre.save_pretrained(tmp_path / "pre")
+    save_pretrained(pre, tmp_path / "pre")
     # From a pretraining export: the backbone is loaded, the head is new, sized as asked.
-    fresh = AlbertForSequenceClassification.from_pretrained(tmp_path / "pre", num_labels=5)
+    fresh = load_pretrained(AlbertForSequenceClassification, tmp_path / "pre", num_labels=5)
     assert fresh.num_labels == 5 and fresh.label_names is None
     np.testing.assert_array_equal(fresh.albert.pooler.kernel.numpy(),
                                   pre.albert.pooler.kernel.numpy())
-    assert AlbertForSequenceClassification.from_pretrained(tmp_path / "pre").num_labels == 2
+    assert load_pretrained(AlbertForSequenceClassification, tmp_path / "pre").num_labels == 2
     with pytest.raises(CheckpointError, match="lacks weights .* classifier.weight"):
         load_model(AlbertForSequenceClassification, tmp_path / "pre")  # no head to predict with
 
@@ -420,15 +421,15 @@ def test_sequence_classifier_label_count_and_names(tmp_path):
     model = AlbertForSequenceClassification(tiny(), num_labels=3,
                                             label_names=["neg", "neu", "pos"])
     model.build_for_config()
-    model.save_pretrained(tmp_path / "cls")
+    save_pretrained(model, tmp_path / "cls")
     config = json.loads((tmp_path / "cls" / "config.json").read_text())
     assert config["id2label"] == {"0": "neg", "1": "neu", "2": "pos"}
     assert config["architectures"] == ["AlbertForSequenceClassification"]
-    back = AlbertForSequenceClassification.from_pretrained(tmp_path / "cls")
+    back = load_pretrained(AlbertForSequenceClassification, tmp_path / "cls")
     assert back.num_labels == 3 and back.label_names == ("neg", "neu", "pos")
     np.testing.assert_array_equal(back.classifier.kernel.numpy(), model.classifier.kernel.numpy())
     with pytest.raises(CheckpointError, match="holds a classifier for 3 label.*not the 4 asked"):
-        AlbertForSequenceClassification.from_pretrained(tmp_path / "cls", num_labels=4)
+        load_pretrained(AlbertForSequenceClassification, tmp_path / "cls", num_labels=4)
 
     # A trainer checkpoint: the label count is read from the stored classifier.
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(tmp_path / "run"),

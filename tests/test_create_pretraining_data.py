@@ -269,7 +269,7 @@ def _source_documents(records, sample_vocab, seq, preds):
     looked up among the 6-grams of the tokenized documents; the most frequent document wins.
     """
     from albert.data.pretraining import InstanceMaker, InstanceOptions
-    from albert.data.sample import pydoc_documents
+    from albert.demo.sample import pydoc_documents
 
     maker = InstanceMaker(sample_vocab, InstanceOptions(seq, preds))
     owner = {}

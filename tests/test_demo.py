@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from albert.squad_metrics import evaluate
+from albert.eval.squad_scoring import evaluate
 
 pytestmark = pytest.mark.e2e
 
@@ -150,7 +150,7 @@ def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
 def test_quick_demo_pretrains_on_the_registry_and_asks_across_held_out_wordings(quick_demo):
     """The comparison is on the paraphrase set: the pretraining text holds every wording, the
     fine-tuning split none of the held-out ones, and the dev split asks with them."""
-    from albert.data import facts
+    from albert.demo import facts
 
     _, out = quick_demo
     held = [p for r in facts.RELATIONS for p in vars(r.wordings[facts.HELD_OUT]).values()]

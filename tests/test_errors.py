@@ -11,8 +11,8 @@ import pytest
 
 import albert
 from albert import errors
+from albert.cli.flags import user_errors
 from albert.errors import AlbertError, CheckpointError, DataError, FlagError, OutputError
-from albert.flags import user_errors
 
 PACKAGE = os.path.dirname(albert.__file__)
 
@@ -44,7 +44,7 @@ def test_every_error_class_is_an_albert_error():
             if isinstance(node, ast.ClassDef) and node.name.endswith("Error"):
                 found[f"{module}.{node.name}"] = getattr(importlib.import_module(module),
                                                          node.name)
-    assert {"albert.errors.FlagError", "albert.plan.PlanError",
+    assert {"albert.errors.FlagError", "albert.train.plan.PlanError",
             "albert.data.classification.ClassificationDataError"} <= set(found)
     outside = [name for name, cls in found.items() if not issubclass(cls, AlbertError)]
     assert outside == []
@@ -70,8 +70,9 @@ def test_no_flag_message_is_a_plain_value_error():
 
 
 def test_one_checkpoint_error():
-    from albert import checkpoints, convert
     from albert.data import reader
+    from albert.io import convert
+    from albert.train import checkpoints
 
     assert albert.CheckpointError is checkpoints.CheckpointError is convert.CheckpointError
     assert albert.CheckpointError is CheckpointError

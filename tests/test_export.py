@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
+from albert.io.convert import save_pretrained
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -128,7 +129,7 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
 def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
     tf.keras.utils.set_random_seed(1)
     model = AlbertForPreTraining(tiny()).build_for_config()
-    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "3"
     export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "pretraining",
             "--output_dir", str(out)])  # the vocabulary is found beside the weights
@@ -170,10 +171,10 @@ def test_export_errors(case, message, sample_vocab, tmp_path):
     if case == "missing":
         argv += ["--checkpoint_path", str(tmp_path / "nope")]
     elif case == "no_vocab":
-        model.save_pretrained(tmp_path / "hf")
+        save_pretrained(model, tmp_path / "hf")
         argv += ["--checkpoint_path", str(tmp_path / "hf")]
     elif case == "no_qa_head":
-        model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+        save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
         argv += ["--checkpoint_path", str(tmp_path / "hf")]
     else:
         trainer_checkpoint(model, tmp_path / "ckpt")
@@ -238,7 +239,7 @@ def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_pat
     """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
     tokens. Refused, given or found beside the weights, and nothing is written."""
     model = AlbertForQuestionAnswering(tiny(vocab_size=1000)).build_for_config()
-    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     message = ("the vocabulary {} has 2000 pieces but the model's vocab_size is 1000: pass "
                "the --spm_model it was trained with")
     out = tmp_path / "serving" / "1"
@@ -324,7 +325,7 @@ def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_fil
 @pytest.mark.e2e
 def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
-    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     (tmp_path / "serving").write_text("not a directory")
     for out, where in ((tmp_path / "serving", "is a file"),
                        (tmp_path / "serving" / "1", f"lies under the file {tmp_path / 'serving'}")):
@@ -386,7 +387,7 @@ def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_pa
     tf.keras.utils.set_random_seed(3)
     labels = ["pos", "neg", "neutral"]  # not sorted: their order is the ids'
     model = AlbertForSequenceClassification(tiny(), 3, labels).build_for_config()
-    model.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "1"
     proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",
                    "--output_dir", str(out)])
@@ -410,7 +411,7 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     from albert import AlbertForSequenceClassification
     from albert.export import export_saved_model
     from albert.export import main as export_main
-    from albert.run_spec import write_task_card
+    from albert.train.run_spec import write_task_card
 
     regression = AlbertForSequenceClassification(tiny(), 1).build_for_config()
     out = export_saved_model(regression, str(tmp_path / "serving" / "1"), "classification")
@@ -419,7 +420,7 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     assert tf.saved_model.load(out).signatures["serving_default"].structured_outputs[
         "logits"].shape[-1] == 1
 
-    regression.save_pretrained(tmp_path / "hf", spm_model=sample_vocab)
+    save_pretrained(regression, tmp_path / "hf", spm_model=sample_vocab)
     write_task_card(str(tmp_path / "hf"), {"task": "squad", "features": {}})
     with pytest.raises(SystemExit) as exit_code:
         export_main(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from albert.data import facts, squad
-from albert.data.sample import write_corpus
+from albert.data import squad
+from albert.demo import facts
+from albert.demo.sample import write_corpus
 
 PROJECT = re.compile(rf"[Tt]he (?:{'|'.join(facts.NAMES)}) (?:{'|'.join(facts.KINDS)})")
 PERSON = re.compile(rf"(?:{'|'.join(facts.FIRST)}) (?:{'|'.join(facts.LAST)})")
@@ -46,7 +47,7 @@ def states(sentence, relation):
 @pytest.fixture(scope="module")
 def paraphrase_set(tmp_path_factory):
     out = tmp_path_factory.mktemp("paraphrase")
-    cmd = [sys.executable, "-m", "albert.data.squad_sample", "--output_dir", str(out),
+    cmd = [sys.executable, "-m", "albert.demo.squad_sample", "--output_dir", str(out),
            "--style", "paraphrase", "--train_questions", "600", "--dev_questions", "200"]
     subprocess.run(cmd, check=True, capture_output=True)
     load = lambda name: json.loads((out / f"{name}-v2.0.json").read_text())  # noqa: E731
@@ -64,7 +65,7 @@ def items(data):
 
 @pytest.mark.e2e
 def test_paraphrase_set_is_squad_v2_with_exact_answer_spans(paraphrase_set, sample_vocab):
-    from albert.tokenization import load_tokenizer
+    from albert.data.tokenization import load_tokenizer
 
     out, splits = paraphrase_set
     for name, data in zip(("train", "dev"), splits, strict=True):

@@ -1,4 +1,4 @@
-"""The flags every runner shares (albert.flags), as the three runners see them."""
+"""The flags every runner shares (albert.cli.flags), as the three runners see them."""
 
 import os
 import re
@@ -152,9 +152,9 @@ RENAMED = [
      ["scores.json"]),
     ("squad_eval", ["dev.json", "predictions.json"], "--version", ["v1.1"], "--squad_version",
      ["squadv1"]),
-    ("data.squad_sample", ["--output_dir", "squad"], "--version", ["v1.1"], "--squad_version",
+    ("demo.squad_sample", ["--output_dir", "squad"], "--version", ["v1.1"], "--squad_version",
      ["squadv1"]),
-    ("data.classification_sample", ["--output_dir", "pairs"], "--task", ["same_topic"],
+    ("demo.classification_sample", ["--output_dir", "pairs"], "--task", ["same_topic"],
      "--sample_task", ["same_topic"]),
     ("plan", [], "--model_sizes", ["tiny", "base"], "--model_size", ["tiny", "base"]),
     ("plan", [], "--seq_lengths", ["128", "256"], "--max_seq_length", ["128", "256"]),
@@ -185,7 +185,7 @@ def test_old_spelling_is_an_alias_with_one_deprecation_line(tool, common, old, o
     ("answer", ["--checkpoint_path", "serving/1", "--question", "q", "--context", "c"], "v1.1",
      "squadv1"),
     ("squad_eval", ["dev.json", "predictions.json"], "v2.0", "squadv2"),
-    ("data.squad_sample", ["--output_dir", "squad"], "v1.1", "squadv1"),
+    ("demo.squad_sample", ["--output_dir", "squad"], "v1.1", "squadv1"),
 ])
 def test_squad_version_takes_either_spelling_of_its_values(tool, common, value, same):
     """One flag (--squad_version) and one value set (squadv1|squadv2) in the four tools that
@@ -207,7 +207,7 @@ def test_help_names_the_new_flags_only_and_each_default_once(tool, monkeypatch):
             assert re.search(rf"\n  {re.escape(case[4])}\b", text), (case[4], text)
             assert not re.search(rf"(?<![\w-]){re.escape(case[2])}(?![\w-])", text), \
                 (case[2], text)
-    if tool in ("run_squad", "answer", "squad_eval", "data.squad_sample"):
+    if tool in ("run_squad", "answer", "squad_eval", "demo.squad_sample"):
         assert "--squad_version {squadv1,squadv2}" in text and "--version" not in text
     for entry in re.split(r"\n  (?=-)", text):
         assert "(default: None)" not in entry and "(default: False)" not in entry, entry
@@ -254,7 +254,7 @@ def test_add_alias_is_the_new_flags_own_action():
     import contextlib
     import io
 
-    from albert.flags import add_alias
+    from albert.cli.flags import add_alias
 
     p = argparse.ArgumentParser()
     g = p.add_argument_group("group")

@@ -284,7 +284,7 @@ def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_id
     assert list(proto.trainer_spec.input) == [] and proto.trainer_spec.model_prefix == ""
 
     # The checksum travels with the records made with this vocabulary.
-    from albert.tokenization import vocab_checksum
+    from albert.data.tokenization import vocab_checksum
 
     assert vocab_checksum(str(model)) == digest
     out = tmp_path / "records"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.losses import (
+from albert.tasks.losses import (
     classification_loss,
     classification_metrics,
     pretraining_loss,

@@ -8,7 +8,8 @@ import torch
 import transformers
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering, AlbertModel
-from albert.modeling import gather_positions
+from albert.io.convert import load_pretrained, save_pretrained
+from albert.model.modeling import gather_positions
 
 TOL = 1e-4
 
@@ -64,7 +65,7 @@ def test_import_from_hf_matches(name, tmp_path):
     batch = make_batch(cfg.vocab_size)
     hf = hf_model(transformers.AlbertForPreTraining, cfg, seed=1)
     hf.save_pretrained(tmp_path)
-    ours = AlbertForPreTraining.from_pretrained(tmp_path)
+    ours = load_pretrained(AlbertForPreTraining, tmp_path)
     with torch.no_grad():
         ref = hf(**torch_inputs(batch), output_hidden_states=True)
     out = ours(batch)
@@ -81,7 +82,7 @@ def test_export_to_hf_matches(name, tmp_path):
     for var in ours.weights:  # make biases / LN params non-trivial too
         var.assign(var.numpy() + np.random.default_rng(0).normal(0, 0.05, var.shape))
     out = ours(batch)
-    ours.save_pretrained(tmp_path / "export")
+    save_pretrained(ours, tmp_path / "export")
     hf = transformers.AlbertForPreTraining.from_pretrained(tmp_path / "export").eval()
     with torch.no_grad():
         ref = hf(**torch_inputs(batch), output_hidden_states=True)
@@ -100,7 +101,7 @@ def test_bare_model_matches_hf_albert_model(tmp_path):
     batch = make_batch(cfg.vocab_size, seed=5)
     hf = hf_model(transformers.AlbertModel, cfg, seed=2)
     hf.save_pretrained(tmp_path)  # bare AlbertModel: tensor names have no 'albert.' prefix
-    ours = AlbertModel.from_pretrained(tmp_path)
+    ours = load_pretrained(AlbertModel, tmp_path)
     with torch.no_grad():
         ref = hf(**torch_inputs(batch))
     out = ours(batch)
@@ -113,14 +114,14 @@ def test_question_answering_both_directions(tmp_path):
     batch = make_batch(cfg.vocab_size, seed=7)
     hf = hf_model(transformers.AlbertForQuestionAnswering, cfg, seed=4)
     hf.save_pretrained(tmp_path / "hf")
-    ours = AlbertForQuestionAnswering.from_pretrained(tmp_path / "hf")
+    ours = load_pretrained(AlbertForQuestionAnswering, tmp_path / "hf")
     with torch.no_grad():
         ref = hf(**torch_inputs(batch))
     out = ours(batch)
     assert out["start_logits"].shape == (3, 12)
     assert max_diff(ref.start_logits, out["start_logits"]) < TOL
     assert max_diff(ref.end_logits, out["end_logits"]) < TOL
-    ours.save_pretrained(tmp_path / "ours")
+    save_pretrained(ours, tmp_path / "ours")
     back = transformers.AlbertForQuestionAnswering.from_pretrained(tmp_path / "ours").eval()
     with torch.no_grad():
         ref2 = back(**torch_inputs(batch))
@@ -136,8 +137,8 @@ def test_qa_from_pretraining_checkpoint_keeps_backbone(tmp_path):
     rng = np.random.default_rng(0)
     for w in pre.weights:
         w.assign(rng.normal(size=w.shape).astype(w.dtype))
-    pre.save_pretrained(tmp_path)
-    qa = AlbertForQuestionAnswering.from_pretrained(tmp_path)
+    save_pretrained(pre, tmp_path)
+    qa = load_pretrained(AlbertForQuestionAnswering, tmp_path)
 
     def backbone(model):
         prefix = f"{model.name}/albert/"
@@ -198,8 +199,8 @@ def test_pre_layer_norm_runs_and_round_trips(tmp_path):
     post.build_for_config()
     # Pre-LN has one more LayerNorm (the encoder's final norm).
     assert len(model.weights) == len(post.weights) + 2
-    model.save_pretrained(tmp_path)
-    back = AlbertForPreTraining.from_pretrained(tmp_path)
+    save_pretrained(model, tmp_path)
+    back = load_pretrained(AlbertForPreTraining, tmp_path)
     np.testing.assert_allclose(back(batch)["mlm_logits"], out["mlm_logits"], atol=1e-6)
 
 
@@ -208,10 +209,10 @@ def test_mixed_precision_close_to_float32(policy, tmp_path):
     cfg = small_config(num_hidden_layers=2, num_hidden_groups=2)
     batch = make_batch(cfg.vocab_size)
     fp32 = AlbertForPreTraining(cfg).build_for_config()
-    fp32.save_pretrained(tmp_path)
+    save_pretrained(fp32, tmp_path)
     ref = fp32({**batch, "masked_lm_positions": np.array([[1, 2]] * 3)})
     keras.mixed_precision.set_global_policy(policy)
-    mixed = AlbertForPreTraining.from_pretrained(tmp_path)
+    mixed = load_pretrained(AlbertForPreTraining, tmp_path)
     assert mixed.albert.encoder.groups[0][0].query.compute_dtype == policy.split("_")[1]
     assert mixed.albert.encoder.groups[0][0].query.kernel.dtype == "float32"
     out = mixed({**batch, "masked_lm_positions": np.array([[1, 2]] * 3)})
@@ -269,14 +270,14 @@ def test_sequence_classification_matches_hf_both_directions(num_labels, tmp_path
             if name.endswith("bias") or "LayerNorm" in name:
                 p.add_(torch.randn_like(p) * 0.1)
     hf.save_pretrained(tmp_path / "hf")
-    ours = AlbertForSequenceClassification.from_pretrained(tmp_path / "hf")
+    ours = load_pretrained(AlbertForSequenceClassification, tmp_path / "hf")
     assert ours.num_labels == num_labels  # read from the checkpoint's classifier
     with torch.no_grad():
         ref = hf(**torch_inputs(batch)).logits
     out = ours(batch)["logits"]
     assert out.shape == (3, num_labels) and out.dtype == tf.float32
     assert max_diff(ref, out) < TOL
-    ours.save_pretrained(tmp_path / "ours")
+    save_pretrained(ours, tmp_path / "ours")
     back = transformers.AlbertForSequenceClassification.from_pretrained(tmp_path / "ours").eval()
     assert back.config.num_labels == num_labels
     assert back.config.problem_type == ("regression" if num_labels == 1
@@ -288,7 +289,7 @@ def test_sequence_classification_matches_hf_both_directions(num_labels, tmp_path
 
 def test_sequence_classification_dropout_is_keyed_and_training_only():
     from albert import AlbertForSequenceClassification
-    from albert.modeling import dropout_key
+    from albert.model.modeling import dropout_key
 
     cfg = small_config(num_hidden_layers=1, classifier_dropout_prob=0.5)
     model = AlbertForSequenceClassification(cfg, num_labels=4).build_for_config()
@@ -317,7 +318,7 @@ RECOMPUTE_CONFIGS = {
 
 def _recompute_gradients(overrides, mode, jit):
     """Loss and gradients of every trainable variable for one keyed, dropout-on training pass."""
-    from albert.modeling import dropout_key, set_recompute
+    from albert.model.modeling import dropout_key, set_recompute
 
     keras.utils.set_random_seed(0)
     cfg = AlbertConfig.from_preset("tiny", vocab_size=300, hidden_dropout_prob=0.1,
@@ -382,7 +383,7 @@ os.environ["XLA_FLAGS"] = (f"--xla_dump_to={dump} --xla_dump_hlo_as_text "
 import numpy as np
 import tensorflow as tf
 from albert import AlbertConfig, AlbertForPreTraining
-from albert.modeling import dropout_key, set_recompute
+from albert.model.modeling import dropout_key, set_recompute
 cases = {
     "activations": (dict(vocab_size=300, embedding_size=32, hidden_size=64, num_hidden_layers=4,
                          num_attention_heads=2, intermediate_size=256, hidden_dropout_prob=0.1,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.optimization import learning_rate_at, make_optimizer
+from albert.train.optimization import learning_rate_at, make_optimizer
 
 
 def numpy_reference(params, grads_per_step, lrs, names, *, lamb, wd=0.01, b1=0.9, b2=0.999,
@@ -161,7 +161,7 @@ def test_from_scratch_fine_tune_learns_with_bias_correction_and_collapses_withou
     import subprocess
     import sys
 
-    from albert.data.classification_sample import write_task
+    from albert.demo.classification_sample import write_task
 
     counts = write_task(str(tmp_path / "topic"), "topic", seed=0)
     accuracy = {}

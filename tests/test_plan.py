@@ -2,8 +2,8 @@
 
 import pytest
 
-from albert.config import AlbertConfig
-from albert.plan import (
+from albert.model.config import AlbertConfig
+from albert.train.plan import (
     GIB,
     PlanError,
     activation_bytes,
@@ -18,7 +18,7 @@ from albert.plan import (
                          ids=["tiny", "groups", "pre_ln"])
 def test_parameter_count_is_exact_for_every_head(overrides):
     from albert import AlbertForPreTraining, AlbertForQuestionAnswering
-    from albert.modeling import AlbertForSequenceClassification
+    from albert.model.modeling import AlbertForSequenceClassification
 
     config = AlbertConfig.from_preset("tiny", vocab_size=500, **overrides)
     for head, model in (("pretraining", AlbertForPreTraining(config)),
@@ -135,7 +135,7 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     import subprocess
     import sys
 
-    from albert.plan import largest_fitting, plan_fits
+    from albert.train.plan import largest_fitting, plan_fits
 
     proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "large",
                            "xxlarge", "--max_seq_length", "512", "--precision", "bf16",
@@ -173,7 +173,7 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
 
 
 def test_batch_plan_is_exact_or_refused():
-    from albert.plan import resolve_batch_plan
+    from albert.train.plan import resolve_batch_plan
 
     # Derived accumulation: 256 = 32 x 4 x 2; a global batch that is not a multiple is refused,
     # never rounded down to fewer sequences per update than asked.

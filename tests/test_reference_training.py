@@ -10,10 +10,12 @@ import torch
 import transformers
 
 from albert import AlbertConfig, AlbertForPreTraining
-from albert.distributed import Distributed
-from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
-from albert.optimization import make_optimizer
-from albert.trainer import Trainer
+from albert.io.convert import load_pretrained, save_pretrained
+from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
+from albert.train.distributed import Distributed
+from albert.train.optimization import make_optimizer
+from albert.train.trainer import Trainer
+from albert.train.xla_plan import XlaPlan
 
 VOCAB, SEQ, SLOTS, MICRO, ACCUM = 97, 16, 5, 4, 2
 LEARNING_RATES = [0.02, 0.015, 0.01, 0.005]
@@ -138,7 +140,7 @@ def test_training_updates_match_pytorch_albert_with_a_reference_optimizer(tmp_pa
             if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
                 p.add_(torch.randn_like(p) * 0.1)
     reference.save_pretrained(tmp_path / "start")
-    model = AlbertForPreTraining.from_pretrained(tmp_path / "start")
+    model = load_pretrained(AlbertForPreTraining, tmp_path / "start")
     start = {n: p.detach().numpy().copy() for n, p in reference.named_parameters()}
 
     lrs = tf.constant(LEARNING_RATES)
@@ -146,7 +148,8 @@ def test_training_updates_match_pytorch_albert_with_a_reference_optimizer(tmp_pa
                       make_optimizer(kind, model.trainable_variables, WD,
                                      bias_correction=corrected),
                       lambda step: tf.gather(lrs, step), Distributed(),
-                      metric_names=PRETRAINING_METRICS, accum_steps=ACCUM, xla=xla,
+                      metric_names=PRETRAINING_METRICS, accum_steps=ACCUM,
+                      xla=XlaPlan(xla, xla, "the test's"),
                       max_grad_norm=CLIP)
     ref_opt = ReferenceOptimizer(reference.named_parameters(), lamb=kind == "lamb",
                                  corrected=corrected)
@@ -160,7 +163,7 @@ def test_training_updates_match_pytorch_albert_with_a_reference_optimizer(tmp_pa
         assert float(trainer.grad_norm) == pytest.approx(ref_norm, rel=1e-4), f"update {update}"
         assert ref_norm > CLIP, "clipping must be active for this test to check it"
 
-        model.save_pretrained(tmp_path / f"after_{update}")
+        save_pretrained(model, tmp_path / f"after_{update}")
         ours = dict(transformers.AlbertForPreTraining.from_pretrained(
             tmp_path / f"after_{update}").named_parameters())
         worst = 0.0

@@ -9,7 +9,8 @@ import sys
 import pytest
 from conftest import run_in_process
 
-from albert.data.classification_sample import write_task
+from albert.demo.classification_sample import write_task
+from albert.io.convert import save_pretrained
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
 TWO_RANKS = (HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2")
@@ -32,7 +33,7 @@ def read_tsv(path):
 
 @pytest.fixture(scope="module")
 def topic_task(tmp_path_factory):
-    """Which of four help topics a sentence comes from (albert.data.classification_sample)."""
+    """Which of four help topics a sentence comes from (albert.demo.classification_sample)."""
     out = tmp_path_factory.mktemp("topic")
     counts = write_task(str(out), "topic", seed=0)
     return out, counts
@@ -320,7 +321,7 @@ def test_regression_predictions_are_written_in_full_precision(jsonl_regression):
     """Scores computed from eval_predictions.tsv are the reported ones, to the last bit (with 6
     digits, Spearman from the file was 0.8437 where 0.8440 was printed), and predictions.tsv
     holds the same values."""
-    from albert.classification_metrics import regression_scores
+    from albert.eval.classification_scoring import regression_scores
 
     out, proc = jsonl_regression
     result = json.loads((out / "o" / "eval_results.json").read_text())
@@ -423,7 +424,7 @@ def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):
     from albert import AlbertConfig, AlbertForPreTraining
 
     config = AlbertConfig.from_preset("tiny", vocab_size=2000, num_hidden_layers=1)
-    AlbertForPreTraining(config).build_for_config().save_pretrained(
+    save_pretrained(AlbertForPreTraining(config).build_for_config(),
         tmp_path / "pretrained", spm_model=sample_vocab)
     (tmp_path / "dev.tsv").write_text("sentence\tlabel\na b\tx\n")
     proc = run_classifier(["--eval_file", str(tmp_path / "dev.tsv"), "--labels", "x,y",
@@ -458,8 +459,8 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
     record = json.loads((tmp_path / "k" / "run.json").read_text())
     assert record["batch_plan"]["micro_batch"] == 8
     # A budget under which auto would now choose 2 x 4: between the plans of 2 x 4 and 8 x 1.
-    from albert.config import AlbertConfig
-    from albert.plan import GIB, SAFETY_MARGIN, memory_plan
+    from albert.model.config import AlbertConfig
+    from albert.train.plan import GIB, SAFETY_MARGIN, memory_plan
 
     config = AlbertConfig.from_preset("tiny", num_hidden_layers=1, vocab_size=2000)
     plan = lambda micro: memory_plan(config, 32, micro, accumulation=8 // micro,  # noqa: E731

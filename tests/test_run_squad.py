@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import run_in_process
 
-from albert.data.squad_sample import write_sample
+from albert.demo.squad_sample import write_sample
+from albert.io.convert import save_pretrained
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
 
@@ -201,7 +202,7 @@ def test_loaded_model_too_short_for_max_seq_length(squad_files, sample_vocab, tm
     from albert import AlbertConfig, AlbertForQuestionAnswering
 
     config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=64)
-    AlbertForQuestionAnswering(config).build_for_config().save_pretrained(
+    save_pretrained(AlbertForQuestionAnswering(config).build_for_config(),
         tmp_path / "hf", spm_model=sample_vocab)
     proc = run_squad(["--predict_file", squad_files[1], "--load_from", "huggingface",
                       "--checkpoint_path", str(tmp_path / "hf"), "--max_seq_length", "128",
@@ -232,7 +233,7 @@ def test_predict_only_refuses_a_model_without_a_qa_head(squad_files, sample_voca
     from albert import AlbertConfig, AlbertForPreTraining
 
     config = AlbertConfig.from_preset("tiny", vocab_size=2000)
-    AlbertForPreTraining(config).build_for_config().save_pretrained(
+    save_pretrained(AlbertForPreTraining(config).build_for_config(),
         tmp_path / "pretrained", spm_model=sample_vocab)
     proc = run_squad(["--predict_file", squad_files[1], "--load_from", "pretrained",
                       "--checkpoint_path", str(tmp_path / "pretrained"), "--max_seq_length",

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from albert.data import squad
-from albert.data.squad_sample import write_sample
-from albert.tokenization import load_tokenizer
+from albert.data.tokenization import load_tokenizer
+from albert.demo.squad_sample import write_sample
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from albert.squad_metrics import (
+from albert.eval.squad_scoring import (
     evaluate,
     evaluate_v1,
     evaluate_v2,

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from albert.data import squad
-from albert.data.squad_sample import write_sample
-from albert.tokenization import load_tokenizer
+from albert.data.tokenization import load_tokenizer
+from albert.demo.squad_sample import write_sample
 
 SEQ, BUCKET = 192, 32
 SETTINGS = squad.FeatureSettings(SEQ, 64, 32)
@@ -88,8 +88,8 @@ def test_prediction_batches_every_window_once_in_bucketed_shapes(cache, size):
 def test_predictions_equal_between_paddings(cache):
     """A tiny model's logits over each window's real tokens, and the answers, null odds and
     n-best read from them, are those of fixed padding."""
-    from albert.config import AlbertConfig
-    from albert.modeling import AlbertForQuestionAnswering
+    from albert.model.config import AlbertConfig
+    from albert.model.modeling import AlbertForQuestionAnswering
 
     examples, features, prefix = cache["dev"]
     config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=SEQ)

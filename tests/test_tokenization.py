@@ -4,7 +4,7 @@ import pytest
 import sentencepiece as spm
 
 from albert import train_tokenizer
-from albert.tokenization import SPECIAL_TOKENS, load_spm, load_tokenizer, preprocess_text
+from albert.data.tokenization import SPECIAL_TOKENS, load_spm, load_tokenizer, preprocess_text
 
 
 def test_trained_vocab_has_albert_special_ids(sample_vocab):

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 from conftest import make_trainer
 
-from albert.losses import pretraining_metrics
+from albert.tasks.losses import pretraining_metrics
 
 
 def test_fp16_overflow_skips_update_and_recovers(batches):
@@ -170,7 +170,7 @@ def _max_diff(a, b):
 
 @pytest.mark.slow
 def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batches):
-    from albert.distributed import Distributed
+    from albert.train.distributed import Distributed
 
     class Rank1(Distributed):
         rank = 1
@@ -198,8 +198,8 @@ def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batche
 
 @pytest.mark.slow
 def test_dropout_resume_needs_no_rng_state(batches, tmp_path):
-    from albert.checkpoints import CheckpointHandler
-    from albert.distributed import Distributed
+    from albert.train.checkpoints import CheckpointHandler
+    from albert.train.distributed import Distributed
 
     straight = make_trainer(config_overrides=DROPOUT)
     for b in batches[:4]:
@@ -221,8 +221,8 @@ def test_fp16_allreduce_keeps_small_gradients(batches):
     # Horovod's fp16 compression casts the averaged gradients to float16. Unscaled, gradients
     # below ~6e-8 vanish there and those below ~6e-5 lose precision; with --fp16_allreduce the
     # trainer scales the loss first (dynamic loss scaling under any precision), so they survive.
-    from albert.distributed import Distributed
-    from albert.losses import pretraining_loss
+    from albert.tasks.losses import pretraining_loss
+    from albert.train.distributed import Distributed
 
     class Fp16Wire(Distributed):
         """Records what reaches the allreduce and what leaves it after an fp16 cast."""
@@ -299,9 +299,9 @@ def test_recompute_trains_in_mixed_precision(batches, precision):
 def test_auto_micro_batch_trials_bisect_and_keep_a_margin():
     # The GPU path of --per_gpu_batch_size auto, with the out-of-memory error a GPU would raise
     # for more than 6 sequences.
-    from albert.losses import pretraining_loss
-    from albert.memory import micro_batch_trial, synthetic_batch
-    from albert.plan import largest_micro_batch
+    from albert.tasks.losses import pretraining_loss
+    from albert.train.memory import micro_batch_trial, synthetic_batch
+    from albert.train.plan import largest_micro_batch
 
     trainer = make_trainer()
     tried = []

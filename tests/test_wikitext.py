@@ -1,6 +1,6 @@
 """Wikipedia articles -> the text a reader sees: templates that carry words rendered,
 pronunciations dropped with their brackets, sentences with an unfillable hole dropped and counted,
-parser leftovers (tables, references, file links) stripped; `python -m albert.data.corpus
+parser leftovers (tables, references, file links) stripped; `python -m albert.corpus_text
 --output` writes it to read."""
 
 import bz2
@@ -361,7 +361,7 @@ def _vocab(dump, tmp_path):
     return summary["spm_model"]
 
 
-# -- python -m albert.data.corpus --output: the text, to read -------------------------------------
+# -- python -m albert.corpus_text --output: the text, to read -------------------------------------
 
 
 def _corpus_cli(*argv):

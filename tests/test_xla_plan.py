@@ -6,8 +6,8 @@ import os
 import pytest
 import tensorflow as tf
 
-from albert import xla_plan
-from albert.distributed import Distributed
+from albert.train import xla_plan
+from albert.train.distributed import Distributed
 
 
 @pytest.mark.parametrize("xla_rate, onednn_rate, gradient", [(2e11, 1e11, True),
@@ -25,7 +25,7 @@ def test_auto_xla_compiles_the_gradient_only_where_its_matmul_wins(monkeypatch, 
     assert plan.gradient is gradient and plan.update is True
     assert "200 GFLOP/s" in plan.reason and "100 GFLOP/s" in plan.reason
     assert calls and all(dtype == tf.bfloat16 for dtype, _ in calls)  # probed in the compute dtype
-    assert xla_plan.choose_xla("off", "fp32") == (False, False, "--xla off")
+    assert xla_plan.choose_xla("off", "fp32") == (False, False, "--xla off", False)
     assert xla_plan.choose_xla("on", "fp32")[:2] == (True, True)
     with pytest.raises(ValueError, match="--xla must be one of"):
         xla_plan.choose_xla("yes", "fp32")
@@ -68,7 +68,7 @@ def test_auto_xla_plan_is_rank_zeros_on_every_rank(tmp_path):
 
     script = tmp_path / "plan.py"
     script.write_text(
-        "from albert import distributed, xla_plan\n"
+        "from albert.train import distributed, xla_plan\n"
         "dist = distributed.init()\n"
         "fast = (lambda jit: 2e11 if jit else 1e11) if dist.rank == 0 else "
         "(lambda jit: 1e11 if jit else 2e11)\n"

@@ -2,6 +2,7 @@
 fine-tuning.
 
     from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
+    from albert import load_pretrained, save_pretrained
 
 Names are imported lazily: the data tools (and their worker processes) import `albert.*` modules
 without paying for TensorFlow.
@@ -14,14 +15,16 @@ import os as _os
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 _EXPORTS = {
-    "PRESETS": "albert.config",
-    "AlbertConfig": "albert.config",
+    "PRESETS": "albert.model.config",
+    "AlbertConfig": "albert.model.config",
     "AlbertError": "albert.errors",
     "CheckpointError": "albert.errors",
-    "AlbertModel": "albert.modeling",
-    "AlbertForPreTraining": "albert.modeling",
-    "AlbertForQuestionAnswering": "albert.modeling",
-    "AlbertForSequenceClassification": "albert.modeling",
+    "AlbertModel": "albert.model.modeling",
+    "AlbertForPreTraining": "albert.model.modeling",
+    "AlbertForQuestionAnswering": "albert.model.modeling",
+    "AlbertForSequenceClassification": "albert.model.modeling",
+    "load_pretrained": "albert.io.convert",
+    "save_pretrained": "albert.io.convert",
 }
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

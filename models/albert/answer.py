@@ -31,7 +31,7 @@ import logging
 import os
 import sys
 
-from albert.flags import (
+from albert.cli.flags import (
     FlagError,
     HelpFormatter,
     add_alias,
@@ -39,7 +39,7 @@ from albert.flags import (
     check_vocabulary,
     run_main,
 )
-from albert.serving import check_output_file, write_jsonl
+from albert.cli.serving import check_output_file, write_jsonl
 from albert.tasks.squad import VERSIONS
 
 logger = logging.getLogger("albert.answer")
@@ -154,8 +154,8 @@ def load_qa_model(path: str):
     """
     import tensorflow as tf
 
-    from albert.config import AlbertConfig
-    from albert.convert import CheckpointError, load_model, vocabulary_file
+    from albert.io.convert import CheckpointError, load_model, vocabulary_file
+    from albert.model.config import AlbertConfig
 
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         try:
@@ -184,7 +184,7 @@ def load_qa_model(path: str):
 
         return logits_fn, config, vocabulary_file(path)
 
-    from albert.modeling import AlbertForQuestionAnswering
+    from albert.model.modeling import AlbertForQuestionAnswering
 
     model = load_model(AlbertForQuestionAnswering, path)
 
@@ -206,7 +206,7 @@ def apply_task_card(args, spm_model: str) -> None:
     """Windows, SQuAD version and vocabulary as the model was fine-tuned (its task card): a flag
     left out takes the model's setting, a flag that differs is an error (other windows than
     training's give other answers). Inference knobs (batch size, n-best, thresholds) are free."""
-    from albert.serving import check_vocabulary_content, read_card, settle
+    from albert.cli.serving import check_vocabulary_content, read_card, settle
 
     model = args.checkpoint_path
     card = read_card(model) or {}
@@ -290,7 +290,7 @@ def prepare(args) -> list[dict]:
 
 
 def run(args, records: list[dict]) -> int:
-    from albert.tokenization import load_tokenizer
+    from albert.data.tokenization import load_tokenizer
 
     logits_fn, config, vocabulary = load_qa_model(args.checkpoint_path)
     spm_model = args.spm_model or vocabulary

@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 
-from albert import flags
+from albert.cli import flags
 
 
 def parse_args(argv=None):
@@ -74,7 +74,7 @@ def _shapes_fromfirst_record(files):
 def check(args) -> int:
     vocab_size, vocabulary = args.vocab_size, f"--vocab_size {args.vocab_size}"
     if args.spm_model:  # before TensorFlow loads: a wrong path is said at once
-        from albert.tokenization import load_spm
+        from albert.data.tokenization import load_spm
 
         vocab_size = load_spm(args.spm_model).GetPieceSize()
         vocabulary = f"--spm_model {args.spm_model}, {vocab_size} pieces"

@@ -30,8 +30,8 @@ import logging
 import os
 import sys
 
-from albert.flags import FlagError, HelpFormatter, add_alias, run_main
-from albert.resolve import column_flag
+from albert.cli.flags import FlagError, HelpFormatter, add_alias, run_main
+from albert.cli.resolve import column_flag
 
 logger = logging.getLogger("albert.classify")
 
@@ -82,7 +82,7 @@ def parse_args(argv=None):
 
 def check_args(args) -> None:
     """Flag errors a user can fix, found before TensorFlow is imported."""
-    from albert.serving import check_output_file
+    from albert.cli.serving import check_output_file
 
     model = args.checkpoint_path
     if not os.path.exists(model) and not os.path.isfile(model + ".index"):
@@ -195,8 +195,8 @@ def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
 def prepare(args):
     """(card, examples, rows, spm_model or None) after every check that needs no TensorFlow:
     the flags, the model's task card against them, the vocabulary, the inputs."""
-    from albert.convert import vocabulary_file
-    from albert.serving import check_vocabulary_content, read_card, settle
+    from albert.cli.serving import check_vocabulary_content, read_card, settle
+    from albert.io.convert import vocabulary_file
 
     check_args(args)
     model = args.checkpoint_path
@@ -227,8 +227,8 @@ def load_classifier(path: str, card: dict | None):
     """
     import tensorflow as tf
 
-    from albert.config import AlbertConfig
-    from albert.convert import CheckpointError, load_model
+    from albert.io.convert import CheckpointError, load_model
+    from albert.model.config import AlbertConfig
 
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         try:
@@ -257,7 +257,7 @@ def load_classifier(path: str, card: dict | None):
 
         return logits_fn, AlbertConfig.from_json_file(config_path), width, None
 
-    from albert.modeling import AlbertForSequenceClassification
+    from albert.model.modeling import AlbertForSequenceClassification
 
     labels = (card or {}).get("labels")
     # A trainer checkpoint holds no id2label: the run's labels (its card) name the outputs.
@@ -280,7 +280,7 @@ def load_classifier(path: str, card: dict | None):
 def output_labels(card: dict | None, outputs: int | None, names, model: str):
     """The label names in id order (None: a regression model), from the card, else the model's
     id2label, else the ids themselves."""
-    from albert.convert import CheckpointError
+    from albert.io.convert import CheckpointError
 
     card = card or {}
     if card.get("task") == "regression" or outputs == 1:
@@ -356,8 +356,8 @@ def result_rows(rows: list[dict], logits, labels) -> list[dict]:
 
 
 def run(args, card, examples, rows, spm_model) -> int:
-    from albert.serving import check_vocabulary_content, write_jsonl
-    from albert.tokenization import load_tokenizer
+    from albert.cli.serving import check_vocabulary_content, write_jsonl
+    from albert.data.tokenization import load_tokenizer
 
     logits_fn, config, outputs, names = load_classifier(args.checkpoint_path, card)
     labels = output_labels(card, outputs, names, args.checkpoint_path)

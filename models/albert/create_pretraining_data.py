@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 
-from albert import flags
+from albert.cli import flags
 from albert.data.chunks import GeneratorSettings
 from albert.data.corpus import FORMATS, check_input, expand_inputs
 from albert.data.output_dir import (
@@ -57,9 +57,9 @@ from albert.data.output_dir import (
 from albert.data.pretraining import InstanceMaker, InstanceOptions
 from albert.data.progress import InputProgress
 from albert.data.report import Totals, closing_line, summary
+from albert.data.tokenization import vocab_checksum
 from albert.data.workers import generate
 from albert.errors import FlagError, OutputError
-from albert.tokenization import vocab_checksum
 
 logger = logging.getLogger("albert.create_pretraining_data")
 

@@ -1,6 +1,6 @@
 """The toolkit's errors a user can act on: one family under `AlbertError`. Command-line tools
-turn each into one "error: ..." line and exit status 2 (albert.flags.user_errors); anything else,
-a plain ValueError included, is a bug and keeps its traceback.
+turn each into one "error: ..." line and exit status 2 (albert.cli.flags.user_errors); anything
+else, a plain ValueError included, is a bug and keeps its traceback.
 
     AlbertError
       FlagError         a flag value or combination (ValueError)

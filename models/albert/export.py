@@ -24,13 +24,13 @@ import shlex
 import shutil
 import sys
 
-from albert.convert import new_directory
+from albert.cli.flags import FlagError, HelpFormatter, add_alias, check_vocabulary, run_main
 from albert.errors import CheckpointError
-from albert.flags import FlagError, HelpFormatter, add_alias, check_vocabulary, run_main
+from albert.io.convert import new_directory
 
 logger = logging.getLogger("albert.export")
 
-# task -> (model class name in albert.modeling, the head attribute it needs, signature outputs)
+# task -> (model class in albert.model.modeling, the head attribute it needs, signature outputs)
 TASKS = {
     "qa": ("AlbertForQuestionAnswering", "qa_outputs", ("start_logits", "end_logits")),
     "pretraining": ("AlbertForPreTraining", "predictions", ("mlm_logits", "sop_logits")),
@@ -43,11 +43,11 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def model_class(task: str):
-    import albert.modeling
+    import albert.model.modeling
 
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
-    return getattr(albert.modeling, TASKS[task][0])
+    return getattr(albert.model.modeling, TASKS[task][0])
 
 
 def float32_copy(model):
@@ -174,13 +174,13 @@ def export_after_run(spec, model, task: str, dist) -> str | None:
     out = spec.outputs
     if not out.export_dir or not dist.is_chief:
         return None
-    from albert.run_spec import read_task_card
+    from albert.train.run_spec import read_task_card
 
     card = read_task_card(out.checkpoint_dir if spec.trains
                           else spec.model.checkpoint_path or out.checkpoint_dir)
     best = os.path.join(out.checkpoint_dir, "best")
     if spec.trains and out.keep_best and os.path.isdir(best):
-        from albert.convert import load_model
+        from albert.io.convert import load_model
 
         model = load_model(type(model), best)
         logger.info("exporting the best model (--keep_best %s): %s", out.keep_best, best)
@@ -201,7 +201,7 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     Signature `serving_default`: int32 input_ids, attention_mask, token_type_ids [batch, seq] ->
     the TASKS[task] outputs, float32, computed in float32 (see float32_copy). spm_model (a
     SentencePiece file) becomes assets/spiece.model, the config assets/config.json and the task
-    card (albert.run_spec: the windows and labels it was fine-tuned with) assets/
+    card (albert.train.run_spec: the windows and labels it was fine-tuned with) assets/
     albert_task.json. Written to
     a temporary sibling and renamed into place, so a model server watching the parent never sees
     a half-written version.
@@ -215,7 +215,7 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         raise FlagError(f"--head {task} needs a model with a {head} head; "
                         f"{type(model).__name__} has none")
     if spm_model is not None:
-        from albert.tokenization import load_spm
+        from albert.data.tokenization import load_spm
 
         load_spm(spm_model)  # a clear error now rather than a useless export
     if task == "classification":
@@ -240,7 +240,7 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         model.config.to_json_file(os.path.join(staging, "config.json"))
         assets = [os.path.join(staging, "config.json")]
         if card is not None:
-            from albert.run_spec import write_task_card
+            from albert.train.run_spec import write_task_card
 
             assets.append(write_task_card(staging, card))
         if spm_model is not None:
@@ -316,8 +316,8 @@ def prepare(args) -> str:
 
 
 def run(args, source: str | None = None) -> int:
-    from albert.convert import load_model, vocabulary_file
-    from albert.tokenization import load_spm
+    from albert.data.tokenization import load_spm
+    from albert.io.convert import load_model, vocabulary_file
 
     path = args.checkpoint_path
     if source is None:
@@ -329,7 +329,7 @@ def run(args, source: str | None = None) -> int:
     if not os.path.isfile(spm_model):
         raise FileNotFoundError(f"--spm_model {spm_model} does not exist")
     pieces = load_spm(spm_model).GetPieceSize()
-    from albert.run_spec import file_sha256, read_task_card
+    from albert.train.run_spec import file_sha256, read_task_card
 
     card = read_task_card(path)
     trained = (card or {}).get("task")

@@ -30,8 +30,7 @@ import dataclasses
 import os
 import sys
 
-from albert.data.classification import GLUE_TASKS, TASKS, Columns
-from albert.flags import (
+from albert.cli.flags import (
     FlagError,
     HelpFormatter,
     add_alias,
@@ -40,7 +39,7 @@ from albert.flags import (
     add_training_flags,
     run_main,
 )
-from albert.resolve import (
+from albert.cli.resolve import (
     check_training_flags,
     column_flag,
     fine_tuned_path,
@@ -50,6 +49,7 @@ from albert.resolve import (
     settle_features,
     tokenizer_path,
 )
+from albert.data.classification import GLUE_TASKS, TASKS, Columns
 from albert.tasks.classification import FEATURES, REPORTED
 
 
@@ -139,12 +139,12 @@ def task_options(args) -> dict:
 
 
 def resolve(args):
-    """The run spec of these flags (albert.run_spec.RunSpec), checked as far as it can be
+    """The run spec of these flags (albert.train.run_spec.RunSpec), checked as far as it can be
     without TensorFlow: counts and directories, files that must exist, the feature settings
     (the model's own for an evaluation-only run), the task, the vocabulary, --keep_best and
     --export_dir."""
     from albert.export import check_export_dir
-    from albert.runner import check_keep_best
+    from albert.tasks.runner import check_keep_best
 
     check_training_flags(args)
     settle_features(args, FEATURES)
@@ -181,8 +181,8 @@ def resolve(args):
 
 def run(args) -> int:
     """Train (with --train_file), then evaluate (--eval_file) and predict (--test_file)."""
-    from albert.runner import run_or_plan
     from albert.tasks.classification import ClassifierTask
+    from albert.tasks.runner import run_or_plan
 
     return run_or_plan(ClassifierTask, resolve(args), plan_ranks(args))
 

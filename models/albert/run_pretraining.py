@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from albert.flags import HelpFormatter, add_model_flags, add_training_flags, run_main
-from albert.resolve import check_training_flags, plan_ranks, resolve_spec
+from albert.cli.flags import HelpFormatter, add_model_flags, add_training_flags, run_main
+from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
 
 
 def parse_args(argv=None):
@@ -60,7 +60,7 @@ def parse_args(argv=None):
 
 
 def resolve(args):
-    """The run spec of these flags (albert.run_spec.RunSpec)."""
+    """The run spec of these flags (albert.train.run_spec.RunSpec)."""
     check_training_flags(args)
     return resolve_spec(
         args, "pretraining",
@@ -77,8 +77,8 @@ def resolve(args):
 
 
 def run(args) -> int:
-    from albert.runner import run_or_plan
     from albert.tasks.pretraining import PretrainingTask
+    from albert.tasks.runner import run_or_plan
 
     return run_or_plan(PretrainingTask, resolve(args), plan_ranks(args))
 

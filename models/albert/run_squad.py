@@ -22,7 +22,7 @@ import argparse
 import os
 import sys
 
-from albert.flags import (
+from albert.cli.flags import (
     FlagError,
     HelpFormatter,
     add_alias,
@@ -31,7 +31,7 @@ from albert.flags import (
     add_training_flags,
     run_main,
 )
-from albert.resolve import (
+from albert.cli.resolve import (
     check_training_flags,
     fine_tuned_path,
     plan_ranks,
@@ -80,11 +80,11 @@ def parse_args(argv=None):
 
 
 def resolve(args):
-    """The run spec of these flags (albert.run_spec.RunSpec), checked as far as it can be
+    """The run spec of these flags (albert.train.run_spec.RunSpec), checked as far as it can be
     without TensorFlow: counts and directories, files that must exist, the windows (the
     model's own for an evaluation-only run), the vocabulary, --keep_best and --export_dir."""
     from albert.export import check_export_dir
-    from albert.runner import check_keep_best
+    from albert.tasks.runner import check_keep_best
 
     check_training_flags(args)
     settle_features(args, WINDOWS)
@@ -117,7 +117,7 @@ def resolve(args):
 
 def run(args) -> int:
     """Train (with --train_file), then predict and score (with --predict_file)."""
-    from albert.runner import run_or_plan
+    from albert.tasks.runner import run_or_plan
     from albert.tasks.squad import SquadTask
 
     return run_or_plan(SquadTask, resolve(args), plan_ranks(args))

@@ -16,9 +16,9 @@ import argparse
 import json
 import sys
 
-from albert import flags
+from albert.cli import flags
 from albert.errors import DataError
-from albert.squad_metrics import (
+from albert.eval.squad_scoring import (
     check_na_probs,
     check_predictions,
     detect_version,

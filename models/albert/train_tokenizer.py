@@ -30,7 +30,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-from albert import flags
+from albert.cli import flags
 from albert.data.corpus import (
     FORMATS,
     InputSkips,
@@ -43,8 +43,7 @@ from albert.data.corpus import (
     read_documents,
 )
 from albert.data.progress import InputProgress
-from albert.errors import DataError, FlagError, OutputError
-from albert.tokenization import (
+from albert.data.tokenization import (
     CLS,
     MASK,
     SEP,
@@ -53,6 +52,7 @@ from albert.tokenization import (
     vocab_checksum,
     write_tokenizer_files,
 )
+from albert.errors import DataError, FlagError, OutputError
 
 logger = logging.getLogger("albert.train_tokenizer")
 _DOCS_PER_TASK = 64

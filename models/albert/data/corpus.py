@@ -19,8 +19,7 @@ Reading is split in two so that the expensive half runs in worker processes: `re
 streams a file's raw documents (cheap: decompression, JSON, XML), and `finish_document` turns one
 into sentences (wikitext parsing, sentence splitting). Everything skipped is counted in ReadStats.
 
-`python -m albert.data.corpus --input ... --output text.txt` writes what is read as text, one
-sentence a line and a blank line between documents: what the model will train on.
+`python -m albert.corpus_text` writes what is read as plain text (what the model trains on).
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ from albert.data.text import (
     line_documents,
     text_sentences,
 )
-from albert.errors import DataError, FlagError, OutputError
+from albert.errors import DataError
 
 FORMATS = ("auto", "text", *LAYOUTS, "jsonl", "parquet", "wikipedia")
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
@@ -676,79 +675,3 @@ def iter_documents(files: Iterable[str], fmt: str, stats: ReadStats, text_field:
     chunks = (raw for path in files
               for _, _, raw in chunked(read_documents(path, fmt, text_field, stats), 64))
     yield from map_chunks(_finish_chunk, chunks, processes, stats)
-
-
-def parse_args(argv=None):
-    import argparse
-
-    p = argparse.ArgumentParser(
-        prog="python -m albert.data.corpus",
-        description="Write the sentences the data tools read from --input as plain text: one "
-                    "sentence a line, a blank line between documents (what the model trains on).")
-    p.add_argument("--input", nargs="+", required=True,
-                   help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
-    p.add_argument("--input_format", choices=FORMATS, default="auto",
-                   help="as create_pretraining_data's --input_format")
-    p.add_argument("--text_field", default="text", help="the text field of jsonl/parquet input")
-    p.add_argument("--output", required=True, help="the text file to write; - for stdout")
-    p.add_argument("--max_documents", type=int, default=0,
-                   help="stop after this many documents (0: all)")
-    p.add_argument("--processes", type=int, default=1,
-                   help="processes turning documents into sentences (wikitext parsing)")
-    return p.parse_args(argv)
-
-
-def write_text(args) -> dict:
-    """Writes the text; returns the counts (ReadStats, plus what was written)."""
-    if args.processes < 1:
-        raise FlagError(f"--processes must be at least 1, got {args.processes}")
-    if args.max_documents < 0:
-        raise FlagError(f"--max_documents must be 0 (all) or more, got {args.max_documents}")
-    files = expand_inputs(args.input)
-    for path in files:
-        check_input(path, args.input_format, args.text_field)
-    to_stdout = args.output == "-"
-    try:
-        out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")
-    except OSError as e:
-        raise OutputError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
-    stats, sentences, written = ReadStats(), 0, 0
-    docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
-    try:
-        for doc in docs:
-            out.write(("\n" if written else "") + "\n".join(doc) + "\n")
-            sentences += len(doc)
-            written += 1
-            if written == args.max_documents:
-                break
-    finally:
-        docs.close()  # stops the worker processes
-        if not to_stdout:
-            out.close()
-    return {**stats.as_dict(), "documents_written": written, "sentences": sentences}
-
-
-def main(argv=None) -> int:
-    from albert import flags  # the command-line layer (this main is a tool; corpus is data)
-
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    args = parse_args(argv)
-    try:
-        with flags.user_errors():  # a bad flag, an input that cannot be read: one line, status 2
-            counts = write_text(args)
-    except BrokenPipeError:
-        # The reader of stdout had enough (| head): not an error. Later flushes go nowhere.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()
-                        if v and k not in ("files", "lines", "pages", "documents",
-                                           "documents_written", "sentences"))
-    # With the text on stdout the summary goes to stderr, so that a pipe gets the text alone.
-    print(f"wrote {counts['sentences']} sentences of {counts['documents_written']} documents to "
-          f"{args.output}" + (f"; skipped {skipped}" if skipped else ""),
-          file=sys.stderr if args.output == "-" else sys.stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,8 +23,8 @@ import itertools
 import random
 import struct
 
+from albert.data.tokenization import load_spm, preprocess_text
 from albert.errors import DataError, FlagError
-from albert.tokenization import load_spm, preprocess_text
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 NUM_SPECIAL = 5

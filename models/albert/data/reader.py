@@ -406,7 +406,7 @@ def _vocabulary_of(files: list[str]) -> dict:
 
 
 def _checksum(spm_model: str) -> str | None:
-    from albert.tokenization import vocab_checksum
+    from albert.data.tokenization import vocab_checksum
 
     try:
         return vocab_checksum(spm_model)

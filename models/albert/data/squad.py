@@ -64,14 +64,14 @@ class Example:
 
 
 @dataclasses.dataclass
-class ReadStats:
+class SquadFileStats:
     questions: int = 0
     impossible: int = 0
     realigned_answers: int = 0  # answer_start was off but the text occurs in the context
     mismatched_answers: int = 0  # text not found in the context: not used for training
 
 
-def read_squad(path: str) -> tuple[list[Example], dict, ReadStats]:
+def read_squad(path: str) -> tuple[list[Example], dict, SquadFileStats]:
     """Parse an official-layout SQuAD file: data -> paragraphs -> qas. Returns (examples,
     the parsed JSON (for scoring), stats)."""
     try:
@@ -85,7 +85,7 @@ def read_squad(path: str) -> tuple[list[Example], dict, ReadStats]:
         raise SquadError(f"{path} is not UTF-8: {e}") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise SquadError(f"{path} is not in the SQuAD layout (expected a top-level 'data' list)")
-    examples, stats = [], ReadStats()
+    examples, stats = [], SquadFileStats()
     for a, article in enumerate(data["data"]):
         if not isinstance(article, dict) or not isinstance(article.get("paragraphs", []), list):
             raise SquadError(f"{path}: data[{a}] must be an object with a 'paragraphs' list")
@@ -133,7 +133,7 @@ def _check_question(qa: dict, where: str) -> None:
                              f"{type(text).__name__} {text!r:.40}")
 
 
-def _align_answer(context: str, answer: dict, stats: ReadStats):
+def _align_answer(context: str, answer: dict, stats: SquadFileStats):
     text, start = answer.get("text", ""), answer.get("answer_start", -1)
     if not text:
         stats.mismatched_answers += 1
@@ -286,7 +286,7 @@ def _is_max_context(windows, current, token: int) -> bool:
 
 def answer_recovery_rate(examples: list[Example], features: list[Feature]) -> float:
     """Fraction of answerable examples whose labelled token span maps back to the gold text."""
-    from albert.squad_metrics import normalize_answer
+    from albert.eval.squad_scoring import normalize_answer
 
     ok, total = 0, 0
     by_example: dict[int, list[Feature]] = {}

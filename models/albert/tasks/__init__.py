@@ -1,8 +1,8 @@
 """Tasks: what differs between pretraining, SQuAD and classification, and nothing else.
 
 A task says how to build its model, its loss and metrics, its training data, how to evaluate,
-what to export and what baseline its scores are measured against. albert.runner runs every task
-the same way (build -> start or resume -> train -> evaluate -> export -> summary), so the
+what to export and what baseline its scores are measured against. albert.tasks.runner runs every
+task the same way (build -> start or resume -> train -> evaluate -> export -> summary), so the
 runner modules (run_pretraining, run_squad, run_classifier) are their flags and a Task.
 """
 
@@ -32,7 +32,7 @@ class Task:
     head = "pretraining"   # the memory plan's head (albert.plan): pretraining | squad | classifier
     unit = "examples"      # what one training example is called in the log
     export_task = None     # albert.export's --task of its SavedModel (None: no SavedModel)
-    card = True            # final/ and exports carry the task card (albert.run_spec)
+    card = True            # final/ and exports carry the task card (albert.train.run_spec)
     rescore_finished = True  # an already finished run is evaluated again (its summary)
     needs_tokenizer = True   # fine-tuners featurize text; pretraining reads token ids
     num_labels = 2
@@ -48,8 +48,12 @@ class Task:
 
     # -- the model ------------------------------------------------------------------------------
     def model_class(self):
-        """The model class (or factory with from_pretrained) a training run builds."""
+        """The model class (albert.model.modeling) a training run builds."""
         raise NotImplementedError
+
+    def model_options(self) -> dict:
+        """The model class's constructor arguments besides the config (its head_options)."""
+        return {}
 
     def fine_tuned_model(self, dist):
         """The model an evaluation-only run scores (every weight from --checkpoint_path)."""
@@ -70,7 +74,7 @@ class Task:
 
     def data_files(self) -> list[str]:
         """The training data as the run record holds it (run_spec.data_files)."""
-        from albert.run_spec import data_files
+        from albert.train.run_spec import data_files
 
         return data_files(self.spec.data["train"])
 

@@ -20,25 +20,6 @@ FEATURES = {"max_seq_length": 128}
 REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
 
 
-class ClassifierFactory:
-    """What the runner asks of a model class (a constructor taking the config, and
-    from_pretrained), with the label count and names bound."""
-
-    def __init__(self, num_labels: int, label_names):
-        self.num_labels, self.label_names = num_labels, label_names
-
-    def __call__(self, config):
-        from albert.modeling import AlbertForSequenceClassification
-
-        return AlbertForSequenceClassification(config, self.num_labels, self.label_names)
-
-    def from_pretrained(self, path):
-        from albert.modeling import AlbertForSequenceClassification
-
-        return AlbertForSequenceClassification.from_pretrained(
-            path, num_labels=self.num_labels, label_names=self.label_names)
-
-
 class ClassifierTask(Task):
     """spec.options: columns, predict_columns (data.Columns), task (classification | regression |
     None: the fine-tuned model's), labels (in id order, or None: the training file's, or the
@@ -128,16 +109,21 @@ class ClassifierTask(Task):
 
     # -- the model ------------------------------------------------------------------------------
     def model_class(self):
-        return ClassifierFactory(self.num_labels, self.label_names)
+        from albert.model.modeling import AlbertForSequenceClassification
+
+        return AlbertForSequenceClassification
+
+    def model_options(self) -> dict:
+        return {"num_labels": self.num_labels, "label_names": self.label_names}
 
     def fine_tuned_model(self, dist):
         """Every weight, the classifier included, from --checkpoint_path (default: the latest
         checkpoint in --checkpoint_dir). Takes the task and labels from the model (its run
         record, else its id2label) when the flags did not say them; flags that say other labels
         are refused (in another order they would swap its answers)."""
-        from albert.checkpoints import read_run_record
-        from albert.convert import load_model
-        from albert.modeling import AlbertForSequenceClassification
+        from albert.io.convert import load_model
+        from albert.model.modeling import AlbertForSequenceClassification
+        from albert.train.checkpoints import read_run_record
 
         spec = self.spec
         path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir
@@ -205,7 +191,7 @@ class ClassifierTask(Task):
 
     @property
     def loss(self):
-        from albert import losses
+        from albert.tasks import losses
 
         if self.regression:
             return losses.regression_loss, losses.REGRESSION_METRICS, losses.regression_metrics
@@ -330,7 +316,7 @@ def _prediction_texts(task, logits) -> list[str]:
 def score(task, index, logits, labels, step) -> dict:
     """Score every evaluation prediction at once, write eval_results.json and
     eval_predictions.tsv, and return the scores (rank 0)."""
-    from albert.classification_metrics import classification_scores, regression_scores
+    from albert.eval.classification_scoring import classification_scores, regression_scores
 
     output_dir, eval_file = task.spec.outputs.output_dir, task.spec.data["eval"][0]
     if task.regression:

@@ -31,7 +31,7 @@ class PretrainingTask(Task):
 
     def __init__(self, spec):
         super().__init__(spec)
-        from albert.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
+        from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
 
         self.loss_fn, self.metric_names, self.metrics_fn = pretraining_loss, \
             PRETRAINING_METRICS, pretraining_metrics
@@ -75,7 +75,7 @@ class PretrainingTask(Task):
                                 "--val_dir)")
 
     def model_class(self):
-        from albert.modeling import AlbertForPreTraining
+        from albert.model.modeling import AlbertForPreTraining
 
         return AlbertForPreTraining
 
@@ -86,7 +86,7 @@ class PretrainingTask(Task):
                         self.spec.vocabulary)
 
     def data_files(self) -> list[str]:
-        from albert.run_spec import data_files
+        from albert.train.run_spec import data_files
 
         return data_files(self.train_files)
 
@@ -110,7 +110,7 @@ class PretrainingTask(Task):
 
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
         from albert.data.reader import pretraining_dataset
-        from albert.losses import pretraining_metrics
+        from albert.tasks.losses import pretraining_metrics
 
         spec, o = self.spec, self.spec.options
         out = []
@@ -168,7 +168,9 @@ def squad_during_pretraining(model, spec, dist) -> dict:
         return {}
     o = spec.options
     with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
-        model.save_pretrained(os.path.join(tmp, "model"), spm_model=spec.vocabulary)
+        from albert.io.convert import save_pretrained
+
+        save_pretrained(model, os.path.join(tmp, "model"), spm_model=spec.vocabulary)
         xla = "off" if spec.execution.eager else spec.execution.xla
         cmd = [
             sys.executable, "-m", "albert.run_squad", "--load_from", "huggingface",

@@ -27,7 +27,7 @@ class SquadTask(Task):
 
     def __init__(self, spec):
         super().__init__(spec)
-        from albert.losses import SQUAD_METRICS, squad_loss, squad_metrics
+        from albert.tasks.losses import SQUAD_METRICS, squad_loss, squad_metrics
 
         self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
             squad_metrics
@@ -68,7 +68,7 @@ class SquadTask(Task):
         return examples, data, cached_features(path, key, spec, dist, write, training)
 
     def setup(self, dist, tokenizer) -> None:
-        from albert.squad_metrics import detect_version
+        from albert.eval.squad_scoring import detect_version
 
         spec = self.spec
         if spec.data.get("predict"):
@@ -81,7 +81,7 @@ class SquadTask(Task):
             self.spec = spec.replace(features={**spec.features, "squad_version": self.version})
 
     def model_class(self):
-        from albert.modeling import AlbertForQuestionAnswering
+        from albert.model.modeling import AlbertForQuestionAnswering
 
         return AlbertForQuestionAnswering
 
@@ -89,7 +89,7 @@ class SquadTask(Task):
         """Every weight, the QA head included, from --checkpoint_path (default: the latest
         checkpoint in --checkpoint_dir). A checkpoint without a QA head is an error, never a
         randomly initialised head."""
-        from albert.convert import load_model
+        from albert.io.convert import load_model
 
         path = self.spec.model.checkpoint_path or self.spec.outputs.checkpoint_dir
         model = load_model(self.model_class(), path)
@@ -132,7 +132,7 @@ class SquadTask(Task):
         v1.1: 0), by the official rules."""
         if "eval" not in final:
             return None
-        from albert.squad_metrics import detect_version, evaluate
+        from albert.eval.squad_scoring import detect_version, evaluate
 
         _, data, _ = self.scored
         version = VERSIONS.get(self.spec.options.get("squad_version")) or detect_version(data)
@@ -169,7 +169,7 @@ def score(spec, examples, data, prefix, results) -> dict:
     """Post-process logits into answers, write the prediction files, score them with the
     official rules and return the scores (rank 0)."""
     from albert.data import squad
-    from albert.squad_metrics import detect_version, evaluate
+    from albert.eval.squad_scoring import detect_version, evaluate
 
     options, output_dir = spec.options, spec.outputs.output_dir
     version = VERSIONS.get(options.get("squad_version")) or detect_version(data)

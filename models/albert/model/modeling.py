@@ -24,9 +24,8 @@ import math
 import keras
 import tensorflow as tf
 
-from albert.config import AlbertConfig
-from albert.errors import FlagError
-from albert.plan import RECOMPUTE_MODES
+from albert.errors import CheckpointError, FlagError
+from albert.model.config import RECOMPUTE_MODES, AlbertConfig
 
 
 def get_activation(name: str):
@@ -492,20 +491,22 @@ def _unpack_inputs(inputs):
     return input_ids, tf.cast(token_type_ids, tf.int32), tf.cast(attention_mask, tf.int32)
 
 
-class _AlbertPretrainedMixin:
-    """from_pretrained / save_pretrained for every model class (see albert.convert)."""
+class _AlbertTaskModel(keras.Model):
+    """What every model class shares: `heads`, the task-head layers it declares (their weights are
+    what a checkpoint of another kind may lack), and `head_options`, the constructor arguments
+    besides the config that a checkpoint settles. Reading and writing checkpoints is
+    albert.io.convert's (load_pretrained, save_pretrained)."""
+
+    heads: tuple[str, ...] = ()
 
     @classmethod
-    def from_pretrained(cls, path, config: AlbertConfig | None = None):
-        from albert.convert import load_pretrained
-
-        return load_pretrained(cls, path, config=config)
-
-    def save_pretrained(self, path, spm_model: str | None = None,
-                        extra_json: dict | None = None) -> None:
-        from albert.convert import save_pretrained
-
-        save_pretrained(self, path, spm_model=spm_model, extra_json=extra_json)
+    def head_options(cls, source: str, options: dict, stored_labels: int | None,
+                     id2label: dict | None) -> dict:
+        """This class takes no options besides the config."""
+        options = {k: v for k, v in options.items() if v is not None}
+        if options:
+            raise TypeError(f"{cls.__name__} takes no {', '.join(sorted(options))}")
+        return {}
 
     def build_for_config(self):
         """Create all variables by running a 1x2 dummy batch."""
@@ -515,8 +516,10 @@ class _AlbertPretrainedMixin:
         return self
 
 
-class AlbertModel(_AlbertPretrainedMixin, keras.Model):
+class AlbertModel(_AlbertTaskModel):
     """The bare backbone: returns sequence_output [B, S, H] and pooled_output [B, H]."""
+
+    heads = ()
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
@@ -529,11 +532,13 @@ class AlbertModel(_AlbertPretrainedMixin, keras.Model):
         return {"sequence_output": seq, "pooled_output": pooled}
 
 
-class AlbertForPreTraining(_AlbertPretrainedMixin, keras.Model):
+class AlbertForPreTraining(_AlbertTaskModel):
     """Backbone + MLM head (at masked_lm_positions, or every position) + sentence-order head.
 
     Returns {"mlm_logits": [B, P, V], "sop_logits": [B, 2], "sequence_output": [B, S, H]}.
     """
+
+    heads = ("predictions", "sop_classifier")
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
@@ -557,7 +562,7 @@ class AlbertForPreTraining(_AlbertPretrainedMixin, keras.Model):
         }
 
 
-class AlbertForQuestionAnswering(_AlbertPretrainedMixin, keras.Model):
+class AlbertForQuestionAnswering(_AlbertTaskModel):
     """Backbone + span head: start/end logits [B, S] float32.
 
     SQuAD v2 needs no extra weights: as in BERT's SQuAD v2 recipe, the "no answer" score is
@@ -565,6 +570,8 @@ class AlbertForQuestionAnswering(_AlbertPretrainedMixin, keras.Model):
     ALBERT's own v2 recipe differs (a start/end beam search and an answer-class head, as XLNet):
     see the README's "What differs from ALBERT" table.
     """
+
+    heads = ("qa_outputs",)
 
     def __init__(self, config: AlbertConfig, **kwargs):
         super().__init__(**kwargs)
@@ -579,12 +586,14 @@ class AlbertForQuestionAnswering(_AlbertPretrainedMixin, keras.Model):
         return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
 
 
-class AlbertForSequenceClassification(_AlbertPretrainedMixin, keras.Model):
+class AlbertForSequenceClassification(_AlbertTaskModel):
     """Backbone + pooler + dropout + dense, as transformers' AlbertForSequenceClassification.
 
     Returns {"logits": [B, num_labels] float32}; num_labels=1 is a single regression output.
     label_names (optional, one per class) travel with Hugging Face exports as id2label.
     """
+
+    heads = ("classifier",)
 
     def __init__(self, config: AlbertConfig, num_labels: int = 2,
                  label_names: list[str] | None = None, **kwargs):
@@ -602,13 +611,25 @@ class AlbertForSequenceClassification(_AlbertPretrainedMixin, keras.Model):
         self.classifier = _dense(config, num_labels, "classifier")
 
     @classmethod
-    def from_pretrained(cls, path, config: AlbertConfig | None = None,
-                        num_labels: int | None = None, label_names: list[str] | None = None):
-        """num_labels defaults to the checkpoint's classifier (or its id2label), else 2."""
-        from albert.convert import load_pretrained
-
-        return load_pretrained(cls, path, config=config, num_labels=num_labels,
-                               label_names=label_names)
+    def head_options(cls, source: str, options: dict, stored_labels: int | None,
+                     id2label: dict | None) -> dict:
+        """num_labels: the caller's, which must match the checkpoint's classifier when it has
+        one; else the classifier's; else the number of id2label entries; else 2. label_names:
+        the caller's, else the checkpoint's id2label."""
+        num_labels, names = options.get("num_labels"), options.get("label_names")
+        if stored_labels is not None:
+            if num_labels is not None and num_labels != stored_labels:
+                raise CheckpointError(f"{source} holds a classifier for {stored_labels} "
+                                      f"label(s), not the {num_labels} asked for")
+            num_labels = stored_labels
+        if num_labels is None:
+            num_labels = len(names) if names else len(id2label) if id2label else 2
+        if names is None and id2label and len(id2label) == num_labels:
+            try:
+                names = [str(id2label[str(i)]) for i in range(num_labels)]
+            except KeyError:
+                names = None  # not 0..n-1: not names we can order
+        return {"num_labels": num_labels, "label_names": names}
 
     def call(self, inputs, training=False):
         input_ids, token_type_ids, attention_mask = _unpack_inputs(inputs)

@@ -24,10 +24,10 @@ import time
 
 import tensorflow as tf
 
-from albert.distributed import on_chief
 from albert.errors import CheckpointError  # the one class; importable from here too
+from albert.train.distributed import on_chief
 
-logger = logging.getLogger("albert.checkpoints")
+logger = logging.getLogger("albert.train.checkpoints")
 
 RUN_RECORD = "run.json"
 _CKPT = re.compile(r"^ckpt-(\d+)\.index$")
@@ -261,7 +261,7 @@ class CheckpointHandler:
     # -- restore ----------------------------------------------------------------------------------
 
     def check_config(self, directory: str) -> None:
-        from albert.config import AlbertConfig
+        from albert.model.config import AlbertConfig
 
         path = os.path.join(directory, "config.json")
         if self.config is None or not os.path.exists(path):
@@ -401,7 +401,7 @@ def start_state(trainer, checkpoints: CheckpointHandler, *, load_from: str,
         resumed = checkpoints.restore_latest()
         if resumed:
             if "spec" in record:
-                from albert.run_spec import check_resume
+                from albert.train.run_spec import check_resume
 
                 record["spec"] = check_resume(previous, record["spec"], directory,
                                               int(trainer.step))

@@ -76,6 +76,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
+# --recompute: "layers" recomputes each transformer layer's activations in the backward pass
+# (albert.model.modeling.set_recompute); the memory plan counts what each mode keeps.
+RECOMPUTE_MODES = ("none", "layers")
+
 
 POSITIVE_INTS = (
     "vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",

@@ -9,7 +9,7 @@ X?"): a question rarely repeats its answer sentence's words or their order.
 Two consumers:
 - `registry_documents`: unlabelled text (one document per project, each fact said twice in
   different wordings), added to the demo's pretraining corpus. It holds no questions.
-- `albert.data.squad_sample --style paraphrase`: a SQuAD v2.0 question set whose fine-tuning split
+- `albert.demo.squad_sample --style paraphrase`: a SQuAD v2.0 question set whose fine-tuning split
   never uses the third wording of any relation and whose dev split always does, on one side of
   the question/passage pair. Only the pretraining text shows that "custodian" and "maintainer" mean
   one thing: a model trained on the labelled questions alone has never seen the third wording.

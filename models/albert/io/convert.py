@@ -26,8 +26,8 @@ import shutil
 
 import numpy as np
 
-from albert.config import GOOGLE_CONFIG_NAME, AlbertConfig
 from albert.errors import CheckpointError  # the one class; importable from here too
+from albert.model.config import GOOGLE_CONFIG_NAME, AlbertConfig
 
 logger = logging.getLogger(__name__)
 
@@ -82,18 +82,18 @@ def backbone_variables(backbone, prefix: str = "albert"):
 def head_variables(model):
     """[(hf_name, variable, transpose)] for the task heads of `model`."""
     out = []
-    if hasattr(model, "predictions"):
+    if "predictions" in model.heads:
         head = model.predictions
         out += [
             ("predictions.bias", head.bias, False),
             *_dense_to_hf("predictions.dense", head.dense),
             *_norm_to_hf("predictions.LayerNorm", head.layer_norm),
         ]
-    if hasattr(model, "sop_classifier"):
+    if "sop_classifier" in model.heads:
         out += _dense_to_hf("sop_classifier.classifier", model.sop_classifier)
-    if hasattr(model, "qa_outputs"):
+    if "qa_outputs" in model.heads:
         out += _dense_to_hf("qa_outputs", model.qa_outputs)
-    if hasattr(model, "classifier"):
+    if "classifier" in model.heads:
         out += _dense_to_hf("classifier", model.classifier)
     return out
 
@@ -179,19 +179,19 @@ def google_variables(model):
             ]
     if model.albert.pooler is not None:
         out += dense("bert/pooler/dense", model.albert.pooler)
-    if hasattr(model, "predictions"):
+    if "predictions" in model.heads:
         out += [
             *dense("cls/predictions/transform/dense", model.predictions.dense),
             *norm("cls/predictions/transform/LayerNorm", model.predictions.layer_norm),
             ("cls/predictions/output_bias", model.predictions.bias, False),
         ]
-    if hasattr(model, "sop_classifier"):
+    if "sop_classifier" in model.heads:
         out += [("cls/seq_relationship/output_weights", model.sop_classifier.kernel, True),
                 ("cls/seq_relationship/output_bias", model.sop_classifier.bias, False)]
-    if hasattr(model, "qa_outputs"):
+    if "qa_outputs" in model.heads:
         out += [("cls/squad/output_weights", model.qa_outputs.kernel, True),
                 ("cls/squad/output_bias", model.qa_outputs.bias, False)]
-    if hasattr(model, "classifier"):
+    if "classifier" in model.heads:
         # Its run_classifier's head, outside any scope, [num_labels, hidden].
         out += [("output_weights", model.classifier.kernel, True),
                 ("output_bias", model.classifier.bias, False)]
@@ -302,35 +302,6 @@ def _config_for(source: str, file_config: AlbertConfig, config: AlbertConfig | N
     return config
 
 
-def _head_options(cls, source: str, options: dict, stored_labels: int | None,
-                  id2label: dict | None) -> dict:
-    """Constructor arguments a task head takes besides the config: for a sequence classifier,
-    num_labels (the caller's, which must match the checkpoint's classifier when it has one; else
-    the classifier's; else the number of id2label entries; else 2) and label_names (the caller's,
-    else the checkpoint's id2label). Other classes take none."""
-    from albert.modeling import AlbertForSequenceClassification
-
-    options = {k: v for k, v in options.items() if v is not None}
-    if not issubclass(cls, AlbertForSequenceClassification):
-        if options:
-            raise TypeError(f"{cls.__name__} takes no {', '.join(sorted(options))}")
-        return {}
-    num_labels, names = options.get("num_labels"), options.get("label_names")
-    if stored_labels is not None:
-        if num_labels is not None and num_labels != stored_labels:
-            raise CheckpointError(f"{source} holds a classifier for {stored_labels} label(s), "
-                                  f"not the {num_labels} asked for")
-        num_labels = stored_labels
-    if num_labels is None:
-        num_labels = len(names) if names else len(id2label) if id2label else 2
-    if names is None and id2label and len(id2label) == num_labels:
-        try:
-            names = [str(id2label[str(i)]) for i in range(num_labels)]
-        except KeyError:
-            names = None  # not 0..n-1: not names we can order
-    return {"num_labels": num_labels, "label_names": names}
-
-
 def _assign(model, state: dict, names, source: str, optional: set, require_heads: bool):
     """Copy state[name] into each (name, variable, transpose) of `names`, checking shapes.
 
@@ -369,7 +340,7 @@ def load_pretrained(cls, path, config: AlbertConfig | None = None, require_heads
     when starting from a pretraining checkpoint) keep their fresh initialisation and are logged,
     or raise CheckpointError with require_heads; a missing backbone tensor or a shape mismatch
     is always an error. options: num_labels / label_names of a sequence classifier (see
-    _head_options).
+    the class's head_options).
     """
     directory = os.fspath(path)
     if pretrained_kind(directory) == "google":
@@ -390,9 +361,9 @@ def load_pretrained(cls, path, config: AlbertConfig | None = None, require_heads
     state = _normalize_names(_read_state_dict(directory), directory)
     stored = state.get("classifier.bias")
 
-    model = cls(config, **_head_options(cls, directory, options,
-                                        None if stored is None else int(stored.shape[0]),
-                                        id2label))
+    model = cls(config, **cls.head_options(directory, options,
+                                           None if stored is None else int(stored.shape[0]),
+                                           id2label))
     model.build_for_config()
     backbone = backbone_variables(model.albert)
     optional = {name for name, _, _ in head_variables(model)}
@@ -436,9 +407,9 @@ def _load_google(cls, directory: str, config: AlbertConfig | None, require_heads
                               f"{marker}; found e.g. {sample})")
 
     bias_shape = stored.get(by_name.get("output_bias", ""))
-    model = cls(config, **_head_options(cls, prefix, options or {},
-                                        None if bias_shape is None else int(bias_shape[0]),
-                                        None))
+    model = cls(config, **cls.head_options(prefix, options or {},
+                                           None if bias_shape is None else int(bias_shape[0]),
+                                           None))
     model.build_for_config()
     names = google_variables(model)
     state = {}
@@ -494,7 +465,7 @@ def load_model(cls, path, **options):
 
     For export and inference: a checkpoint that lacks the head (a pretraining checkpoint loaded
     as a QA model) raises CheckpointError instead of serving fresh random weights. options:
-    num_labels / label_names of a sequence classifier (see _head_options).
+    num_labels / label_names of a sequence classifier (see the class's head_options).
     """
     import tensorflow as tf
 
@@ -519,8 +490,8 @@ def load_model(cls, path, **options):
         raise CheckpointError(f"cannot read checkpoint {prefix}: "
                               f"{str(e).splitlines()[0][:300]}") from None
     model = cls(AlbertConfig.from_json_file(config_path),
-                **_head_options(cls, prefix, options,
-                                None if bias_shape is None else int(bias_shape[0]), None))
+                **cls.head_options(prefix, options,
+                                   None if bias_shape is None else int(bias_shape[0]), None))
     model.build_for_config()
     try:
         status = tf.train.Checkpoint(model=model).read(prefix)
@@ -591,7 +562,7 @@ def save_pretrained(model, path, spm_model: str | None = None,
             f.write("\n")
         save_file(tensors, os.path.join(tmp, SAFETENSORS_NAME), metadata={"format": "pt"})
         if spm_model:
-            from albert.tokenization import write_tokenizer_files
+            from albert.data.tokenization import write_tokenizer_files
 
             write_tokenizer_files(spm_model, tmp)
         for name, obj in (extra_json or {}).items():
@@ -612,7 +583,7 @@ def save_pretrained(model, path, spm_model: str | None = None,
 def _classifier_config(model) -> dict:
     """The config.json keys transformers reads for a sequence classifier: the label count (as
     id2label / label2id, from which it derives num_labels) and the problem type (its loss)."""
-    if not hasattr(model, "classifier"):
+    if "classifier" not in model.heads:
         return {}
     names = model.label_names or [f"LABEL_{i}" for i in range(model.num_labels)]
     return {"id2label": {str(i): name for i, name in enumerate(names)},

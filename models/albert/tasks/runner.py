@@ -1,7 +1,7 @@
 """One run of a task, the same for every task: build -> start or resume -> train (evaluating every
 --eval_frequency updates) -> evaluate -> export -> a closing summary.
 
-The runner modules resolve their flags into a RunSpec (albert.resolve.resolve_spec) and a Task
+The runner modules resolve their flags into a RunSpec (albert.cli.resolve.resolve_spec) and a Task
 (albert.tasks); `run(task)` does the rest. Rank 0's spec is every rank's, and a refusal decided on
 rank 0 (a run directory in use, a run that differs from the recorded one) stops every rank with
 its message instead of leaving the others waiting at the next collective.
@@ -15,9 +15,10 @@ import os
 import time
 
 from albert.errors import FlagError
-from albert.run_spec import RunSpec, check_fits, model_config
+from albert.io.convert import load_pretrained, save_pretrained
+from albert.train.run_spec import RunSpec, check_fits, model_config
 
-logger = logging.getLogger("albert.runner")
+logger = logging.getLogger("albert.tasks.runner")
 
 # The metrics each task's evaluation may report (some only for some data: f1 of a classifier for
 # two labels, exact_match for SQuAD v1.1, HasAns_/NoAns_/best_ for v2.0); higher is better for
@@ -30,7 +31,7 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     `plan_ranks` ranks and the memory plan per GPU; nothing else runs), or the run of
     task_class(spec)."""
     if spec.plan_only:
-        from albert.memory import plan_only_lines
+        from albert.train.memory import plan_only_lines
 
         for line in plan_only_lines(spec, plan_ranks, head=task_class.head):
             print(line, flush=True)
@@ -42,9 +43,9 @@ def run(task) -> int:
     """Run `task` (its spec in task.spec) to the end; 0 when it finished or stopped cleanly."""
     import keras
 
-    from albert import distributed
-    from albert.precision import set_precision
-    from albert.run_logging import MetricsLogger
+    from albert.train import distributed
+    from albert.train.precision import set_precision
+    from albert.train.run_logging import MetricsLogger
 
     started = time.time()
     dist = distributed.init()
@@ -54,7 +55,7 @@ def run(task) -> int:
     keras.utils.set_random_seed(spec.execution.seed)
     tokenizer = None
     if task.needs_tokenizer:
-        from albert.tokenization import load_tokenizer
+        from albert.data.tokenization import load_tokenizer
 
         tokenizer = load_tokenizer(spec.vocabulary)
     task.setup(dist, tokenizer)
@@ -62,7 +63,7 @@ def run(task) -> int:
     model = build_model(task) if spec.trains else task.fine_tuned_model(dist)
     check_fits(model.config, spec.features["max_seq_length"])
     if tokenizer is not None:
-        from albert.run_spec import check_vocabulary
+        from albert.train.run_spec import check_vocabulary
 
         check_vocabulary(model.config, len(tokenizer), spec.vocabulary)
     task.check_model(model, dist)
@@ -129,12 +130,12 @@ def build_model(task):
         if not spec.model.checkpoint_path:
             raise FlagError("--load_from pretrained needs --checkpoint_path (a local model "
                             "directory)")
-        return cls.from_pretrained(spec.model.checkpoint_path)
-    return cls(model_config(spec.model, spec.vocabulary)).build_for_config()
+        return load_pretrained(cls, spec.model.checkpoint_path, **task.model_options())
+    return cls(model_config(spec.model, spec.vocabulary), **task.model_options()).build_for_config()
 
 
 def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
-    from albert.xla_plan import plan_for_run
+    from albert.train.xla_plan import plan_for_run
 
     return plan_for_run(spec.execution, dist, recorded)
 
@@ -144,14 +145,19 @@ def train(task, model, dist, metrics):
     Returns (status "done" | "stopped" | "finished", step, XLA plan, the tracked evaluations)."""
     import tensorflow as tf
 
-    from albert import distributed
-    from albert.checkpoints import CheckpointHandler, mark_finished, read_run_record, start_state
-    from albert.loop import fit
-    from albert.memory import choose_auto_batch, memory_plan_of
-    from albert.modeling import set_recompute
-    from albert.optimization import make_optimizer
-    from albert.run_spec import environment, identity
-    from albert.trainer import Trainer
+    from albert.model.modeling import set_recompute
+    from albert.train import distributed
+    from albert.train.checkpoints import (
+        CheckpointHandler,
+        mark_finished,
+        read_run_record,
+        start_state,
+    )
+    from albert.train.loop import fit
+    from albert.train.memory import choose_auto_batch, memory_plan_of
+    from albert.train.optimization import make_optimizer
+    from albert.train.run_spec import environment, identity
+    from albert.train.trainer import Trainer
 
     spec = task.spec
     out, o = spec.outputs, spec.optimization
@@ -182,8 +188,7 @@ def train(task, model, dist, metrics):
                                bias_correction=o.bias_correction)
     trainer = Trainer(model, task.loss_fn, optimizer, o.schedule(total_steps), dist,
                       metric_names=task.metric_names, accum_steps=plan.accumulation,
-                      precision=spec.execution.precision, xla=xla.update,
-                      xla_gradient=xla.gradient, eager=spec.execution.eager,
+                      precision=spec.execution.precision, xla=xla,
                       max_grad_norm=o.max_grad_norm,
                       fp16_allreduce=spec.execution.fp16_allreduce, seed=spec.execution.seed)
     checkpoints = CheckpointHandler(out.checkpoint_dir, trainer.trackables(), dist,
@@ -265,11 +270,11 @@ def _periodic(evaluation, trainer, total_steps, xla, spec, model, dist):
 def save_final(task, model, record: dict) -> str:
     """<checkpoint_dir>/final: the trained model in Hugging Face format with its vocabulary and
     (fine-tuned) its task card: the windows and labels it was tuned with (rank 0)."""
-    from albert.run_spec import TASK_FILE, task_card
+    from albert.train.run_spec import TASK_FILE, task_card
 
     spec = task.spec
     path = os.path.join(spec.outputs.checkpoint_dir, "final")
-    model.save_pretrained(path, spm_model=spec.vocabulary,
+    save_pretrained(model, path, spm_model=spec.vocabulary,
                           extra_json={TASK_FILE: task_card(record)} if task.card else None)
     return path
 
@@ -304,8 +309,8 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its
     run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
     its task card). Returns whether it did (rank 0)."""
-    from albert.checkpoints import read_run_record, write_run_record
-    from albert.run_spec import TASK_FILE, read_task_card
+    from albert.train.checkpoints import read_run_record, write_run_record
+    from albert.train.run_spec import TASK_FILE, read_task_card
 
     metric = spec.outputs.keep_best
     if not metric or not dist.is_chief or not scores:
@@ -326,7 +331,7 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
             return False
     target = os.path.join(directory, "best")
     card = read_task_card(directory)
-    model.save_pretrained(target, spm_model=spec.vocabulary,
+    save_pretrained(model, target, spm_model=spec.vocabulary,
                           extra_json={TASK_FILE: card} if card else None)
     record["best"] = {"metric": metric, "value": value, "step": step}
     write_run_record(directory, record)

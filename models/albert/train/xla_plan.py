@@ -1,7 +1,7 @@
 """Which of the two step functions XLA compiles (--xla auto|on|off), and why.
 
 The plan is decided once per run: rank 0 decides, every rank uses its choice, and the run record
-(run.json's "xla", written by albert.checkpoints.write_run_record) keeps it, so a resumed run
+(run.json's "xla", written by albert.train.checkpoints.write_run_record) keeps it, so a resumed run
 compiles as the run it continues did instead of re-running a timing probe that can fall the other
 way on a busy host.
 """
@@ -15,7 +15,7 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from albert.errors import FlagError
-from albert.precision import COMPUTE_DTYPES
+from albert.train.precision import COMPUTE_DTYPES
 
 XLA_MODES = ("auto", "on", "off")
 
@@ -48,14 +48,20 @@ def matmul_flops(dtype, jit: bool, n: int = 1024, chain: int = 10, repeats: int 
 
 
 class XlaPlan(NamedTuple):
-    """Which of the two step functions XLA compiles, and why (for the log line)."""
+    """Which of the two step functions XLA compiles, and why (for the log line). eager: neither
+    is even traced (--eager, for debugging)."""
     gradient: bool
     update: bool
     reason: str
+    eager: bool = False
 
     def describe(self) -> str:
         return (f"XLA gradient {'on' if self.gradient else 'off'}, update "
                 f"{'on' if self.update else 'off'} ({self.reason})")
+
+
+XLA_ON = XlaPlan(True, True, "both step functions compiled")
+EAGER = XlaPlan(False, False, "--eager", eager=True)
 
 
 def choose_xla(mode: str, precision: str, dist=None, recorded: dict | None = None) -> XlaPlan:
@@ -102,12 +108,12 @@ def plan_for_run(execution, dist, recorded: dict | None = None) -> XlaPlan:
     """The plan of a run (execution: run_spec.Execution); `recorded`: the plan of the run being
     resumed, which an auto plan keeps (a changed one is logged)."""
     if execution.eager:
-        return XlaPlan(False, False, "--eager")
+        return EAGER
     plan = choose_xla(execution.xla, execution.precision, dist, recorded=recorded)
     if recorded and (plan.gradient, plan.update) != (recorded["gradient"], recorded["update"]):
         import logging
 
-        logging.getLogger("albert.xla_plan").warning(
+        logging.getLogger("albert.train.xla_plan").warning(
             "this command changes the run's XLA plan: it started with gradient %s, update %s; "
             "now %s", recorded["gradient"], recorded["update"], plan.describe())
     return plan

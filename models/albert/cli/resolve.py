@@ -1,9 +1,9 @@
 """Resolving a runner's parsed flags: their checks (counts, frequencies, directories, batch and
 memory flags), the paths a fine-tuner's files take, the feature settings an evaluation-only run
 takes from its model, and resolve_spec, the one place where flags become the run spec
-(albert.run_spec.RunSpec) that everything below the command-line tools takes. Pure functions of
-the parsed flags (and the files they name), unit-tested in-process; albert.flags holds the
-argparse groups themselves."""
+(albert.train.run_spec.RunSpec) that everything below the command-line tools takes. Pure
+functions of the parsed flags (and the files they name), unit-tested in-process;
+albert.cli.flags holds the argparse groups themselves."""
 
 from __future__ import annotations
 
@@ -56,11 +56,18 @@ def resolve_paths(args) -> None:
 
 def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | None = None,
                  options: dict | None = None):
-    """The run spec (albert.run_spec.RunSpec) of a runner's parsed flags: the one place where
+    """The run spec (albert.train.run_spec.RunSpec) of a runner's parsed flags: the one place where
     flags become the objects the library takes. Pure: reads no file but the vocabulary's bytes
     for its checksum (later, when recorded). `features`, `data`, `options`: the task's settings,
     files by role, and knobs that do not define the run, from the runner's own flags."""
-    from albert.run_spec import Batching, Execution, ModelSource, Optimization, Outputs, RunSpec
+    from albert.train.run_spec import (
+        Batching,
+        Execution,
+        ModelSource,
+        Optimization,
+        Outputs,
+        RunSpec,
+    )
 
     get = functools.partial(getattr, args)
     load_from = "pretrained" if args.load_from == "huggingface" else args.load_from
@@ -109,7 +116,7 @@ def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | 
 
 def plan_ranks(args) -> int:
     """--plan_only's rank count: --plan_ranks, else the launcher's (horovodrun -np N), else 1."""
-    from albert.distributed import launched_by_horovod
+    from albert.train.distributed import launched_by_horovod
 
     if args.plan_ranks:
         return args.plan_ranks
@@ -133,7 +140,7 @@ def settle_features(args, defaults: dict) -> None:
     """Feature flags left out (None): a training run takes `defaults`; an evaluation-only run
     the settings its model was fine-tuned with (the task card of --checkpoint_path), and a flag
     that differs from them is refused (other windows than training's give other answers)."""
-    from albert.run_spec import read_task_card, settle
+    from albert.train.run_spec import read_task_card, settle
 
     card, where = None, "the model"
     if not args.train_file and args.load_from != "scratch":
@@ -150,7 +157,7 @@ def tokenizer_path(args) -> str:
     if args.spm_model:
         return args.spm_model
     if args.load_from in ("pretrained", "huggingface", "checkpoint") and args.checkpoint_path:
-        from albert.convert import vocabulary_file
+        from albert.io.convert import vocabulary_file
 
         found = vocabulary_file(args.checkpoint_path)
         if found:
@@ -162,8 +169,8 @@ def tokenizer_path(args) -> str:
 def xla_plan_from_flags(args, dist, recorded: dict | None = None):
     """--xla/--skip_xla/--eager/--precision -> xla_plan.XlaPlan (for tools without a run spec:
     scripts/benchmark.py)."""
-    from albert.run_spec import Execution
-    from albert.xla_plan import plan_for_run
+    from albert.train.run_spec import Execution
+    from albert.train.xla_plan import plan_for_run
 
     return plan_for_run(Execution(precision=args.precision, eager=bool(args.eager),
                                   xla="off" if args.skip_xla else args.xla), dist, recorded)
@@ -216,6 +223,6 @@ def check_directories(args) -> None:
 
 
 def check_memory_flags(args) -> None:
-    from albert.memory import check_batching
+    from albert.train.memory import check_batching
 
     check_batching(resolve_spec(args, "check").batching)

@@ -1,12 +1,12 @@
 """The bundled English corpus: CPython's own help texts, so no download is ever needed.
 
-    python -m albert.data.sample --output corpus.txt                  # pydoc topics, ~0.45 MB
-    python -m albert.data.sample --output big.txt --source docstrings --max_mb 5
+    python -m albert.demo.sample --output corpus.txt                  # pydoc topics, ~0.45 MB
+    python -m albert.demo.sample --output big.txt --source docstrings --max_mb 5
 
 `pydoc`: the 79 help topics every CPython ships (`pydoc_data.topics`), one document per topic.
 `docstrings`: docstrings of the standard library's modules, classes and functions (several MB of
 English prose), one document per module; used by the data-generation benchmark.
-`pydoc+facts`: the help topics, then `albert.data.facts`' registry of project facts said in
+`pydoc+facts`: the help topics, then `albert.demo.facts`' registry of project facts said in
 varied wording (the demo's pretraining text; its question set asks in that language).
 Written in BERT's layout: one sentence per line, documents separated by blank lines.
 """
@@ -76,8 +76,8 @@ def docstring_documents() -> Iterator[list[str]]:
 
 
 def pydoc_and_fact_documents() -> Iterator[list[str]]:
-    """The help topics, then albert.data.facts' registry: the demo's pretraining text."""
-    from albert.data.facts import registry_documents
+    """The help topics, then albert.demo.facts' registry: the demo's pretraining text."""
+    from albert.demo.facts import registry_documents
 
     yield from pydoc_documents()
     yield from registry_documents()

@@ -1,14 +1,14 @@
 """A SQuAD-format question set written over the bundled corpus, for the demo and tests.
 
-    python -m albert.data.squad_sample --output_dir squad/ --squad_version squadv2
-    python -m albert.data.squad_sample --output_dir squad/ --style paraphrase     # the demo's
+    python -m albert.demo.squad_sample --output_dir squad/ --squad_version squadv2
+    python -m albert.demo.squad_sample --output_dir squad/ --style paraphrase     # the demo's
 
 --style facts: each context is a passage of CPython's help text with a fact planted in it ("The
 owner of the zorvan module is mira castell."); each question asks for it in the same words ("What
 is the owner of the zorvan module?"), answered by an extractive span. With --squad_version
 squadv2 (the default) a third of the questions are unanswerable (their passage holds no fact).
 --hard adds distractor facts.
---style paraphrase: albert.data.facts' language ("Who looks after the zorvan module?" over "The
+--style paraphrase: albert.demo.facts' language ("Who looks after the zorvan module?" over "The
 zorvan module is maintained by Mira Castell."), with a distractor fact about the same project in
 every passage; the dev split asks in wordings the training split never uses (see that module).
 Both are written in the official
@@ -24,8 +24,8 @@ import os
 import random
 import sys
 
-from albert.data import facts
-from albert.data.sample import pydoc_documents
+from albert.demo import facts
+from albert.demo.sample import pydoc_documents
 
 ENTITIES = ["zorvan", "quillet", "marbo", "tessel", "ovrin", "calder", "brisk", "halvard",
             "pellin", "ursa", "norrik", "vesper", "dunmore", "fennick", "grisel", "ambrose"]
@@ -85,7 +85,7 @@ def make_split(passages, n_questions: int, version: str, seed: int, prefix: str,
 
 def make_paraphrase_split(passages, n_questions: int, version: str, seed: int, prefix: str,
                           held_out: bool) -> dict:
-    """Questions in albert.data.facts' language over short corpus passages. Each passage holds a
+    """Questions in albert.demo.facts' language over short corpus passages. Each passage holds a
     fact about the asked project in another relation, sometimes the asked relation's fact about
     another project, and (unless unanswerable) the asked fact, each in a random sentence form. The
     answer is a person's name, and every fact's value is one. held_out
@@ -186,7 +186,7 @@ def write_sample(output_dir: str, version: str = "v2.0", train_questions: int = 
 
 
 def main(argv=None):
-    from albert import flags  # the command-line layer (this main is a tool)
+    from albert.cli import flags  # the command-line layer (this main is a tool)
     from albert.tasks.squad import VERSIONS
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -204,7 +204,7 @@ def main(argv=None):
                    help="distractor facts and unanswerable questions about absent facts")
     p.add_argument("--style", choices=("facts", "paraphrase"), default="facts",
                    help="facts: the question repeats the fact's wording; paraphrase: "
-                        "albert.data.facts' language, dev asks in wordings the training split "
+                        "albert.demo.facts' language, dev asks in wordings the training split "
                         "never uses")
     args = p.parse_args(argv)
     if args.hard and args.style == "paraphrase":

@@ -1,7 +1,7 @@
 """The command line the tools share: the argparse groups of the runners' flags (named as in
 aws-samples/deep-learning-models where it has the flag), old spellings as aliases, --help with
 each default once, quiet start-up, and one-line errors (user_errors, run_main). What the parsed
-flags become is albert.resolve's."""
+flags become is albert.cli.resolve's."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import functools
 import os
 import sys
 
-from albert.config import PRESETS
 from albert.errors import AlbertError, FlagError
+from albert.model.config import PRESETS, RECOMPUTE_MODES
 
 # check_fits, check_vocabulary and _parse_override are re-exported for the serving tools and tests.
-from albert.run_spec import check_fits, check_vocabulary  # noqa: F401
-from albert.run_spec import parse_override as _parse_override  # noqa: F401
+from albert.train.run_spec import check_fits, check_vocabulary  # noqa: F401
+from albert.train.run_spec import parse_override as _parse_override  # noqa: F401
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -137,7 +137,7 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--max_grad_norm", type=float, default=1.0,
                    help="clip by global norm after the allreduce (0 disables)")
     g.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32")
-    g.add_argument("--recompute", choices=("none", "layers"), default="none",
+    g.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none",
                    help="layers: keep only each transformer layer's input for the backward pass "
                         "and recompute its activations there (about a third more compute for a "
                         "fraction of the activation memory; the README's memory table)")

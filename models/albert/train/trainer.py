@@ -5,8 +5,8 @@ One update (`Trainer.train_step`) is:
   -> average over micro-batches -> average over ranks (one grouped allreduce, optionally fp16)
   -> unscale -> finite check -> clip by global norm -> optimizer update.
 Horovod ops cannot run inside jit_compile, so the micro-batch gradient and the update are two
-separately XLA-compiled functions around the allreduce (see albert.xla_plan for when the gradient
-is not).
+separately XLA-compiled functions around the allreduce (see albert.train.xla_plan for when the
+gradient is not).
 
 Dynamic loss scaling runs whenever gradients pass through fp16: under --precision fp16, and
 under bf16/fp32 with --fp16_allreduce (Horovod has no bfloat16 allreduce, and unscaled gradients
@@ -15,8 +15,8 @@ skipped (counted; `step`, which drives the learning-rate schedule, does not adva
 halves; after `growth_interval` finite updates in a row it doubles.
 
 Dropout masks are drawn from a key of (seed, rank, update attempt, micro-batch) (see
-albert.modeling.dropout_key): a resumed run draws the same masks as the straight run, and with
-`recompute="layers"` (albert.modeling.set_recompute) the forward pass recomputed during the
+albert.model.modeling.dropout_key): a resumed run draws the same masks as the straight run, and with
+`recompute="layers"` (albert.model.modeling.set_recompute) the forward pass recomputed during the
 backward pass draws the masks the first one drew, so the gradients are those without it.
 
 Loss functions return (loss, sums): `loss` is a mean over the micro-batch's examples, and `sums` are
@@ -29,7 +29,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert.errors import FlagError
-from albert.modeling import dropout_key, set_recompute
+from albert.model.modeling import dropout_key, set_recompute
+from albert.train.xla_plan import XLA_ON, XlaPlan
 
 
 def _dense_gradient(g):
@@ -42,8 +43,7 @@ class Trainer:
     """Holds the model, optimizer, schedule and training-state variables; runs updates."""
 
     def __init__(self, model, loss_fn, optimizer, schedule, dist, *,
-                 metric_names, accum_steps: int = 1, precision: str = "fp32", xla: bool = True,
-                 xla_gradient: bool | None = None, eager: bool = False,
+                 metric_names, accum_steps: int = 1, precision: str = "fp32", xla: XlaPlan = XLA_ON,
                  max_grad_norm: float = 1.0, fp16_allreduce: bool = False, seed: int = 0,
                  initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
                  recompute: str | None = None):
@@ -71,18 +71,18 @@ class Trainer:
         # Per-rank metric accumulators since the last log line (not checkpointed).
         self.sums = {k: tf.Variable(0.0, trainable=False) for k in self.metric_names}
         self.grad_norm = tf.Variable(0.0, trainable=False)
-        if eager:
+        if xla.eager:
             self._grad_fn, self._step_fn = self._grads, self._train_step
             self._apply_fn, self._eval_fn = self._apply, self._eval
         else:
             # Two XLA clusters around the allreduce (which XLA cannot hold): the micro-batch
             # gradients, and everything after the allreduce (unscale, clip, LAMB, counters).
-            forward_xla = xla if xla_gradient is None else xla_gradient
-            self._grad_fn = tf.function(self._grads, jit_compile=forward_xla,
+            self._grad_fn = tf.function(self._grads, jit_compile=xla.gradient,
                                         reduce_retracing=True)
-            self._apply_fn = tf.function(self._apply, jit_compile=xla, reduce_retracing=True)
+            self._apply_fn = tf.function(self._apply, jit_compile=xla.update,
+                                         reduce_retracing=True)
             self._step_fn = tf.function(self._train_step, reduce_retracing=True)
-            self._eval_fn = tf.function(self._eval, jit_compile=forward_xla,
+            self._eval_fn = tf.function(self._eval, jit_compile=xla.gradient,
                                         reduce_retracing=True)
 
     # -- state ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from albert.errors import DataError, FlagError
 
-logger = logging.getLogger("albert.loop")
+logger = logging.getLogger("albert.train.loop")
 
 
 class StopSignal:

@@ -1,7 +1,7 @@
 """Classification tasks written from the bundled corpus (CPython's help topics), for the demo
 and the tests: no download needed.
 
-    python -m albert.data.classification_sample --output_dir topics/ --sample_task topic
+    python -m albert.demo.classification_sample --output_dir topics/ --sample_task topic
     python -m albert.run_classifier --train_file topics/train.tsv --eval_file topics/dev.tsv \\
         --test_file topics/test.tsv ...
 
@@ -40,7 +40,7 @@ def topic_sentences(topics=DEFAULT_TOPICS) -> dict[str, list[str]]:
     """{topic: its sentences} from CPython's pydoc help topics, each sentence once."""
     from pydoc_data.topics import topics as help_topics
 
-    from albert.data.sample import _document
+    from albert.demo.sample import _document
 
     unknown = [t for t in topics if t not in help_topics]
     if unknown:
@@ -134,7 +134,7 @@ def write_task(output_dir: str, task: str = "topic", topics=DEFAULT_TOPICS, seed
 
 
 def main(argv=None) -> int:
-    from albert import flags  # the command-line layer (this main is a tool)
+    from albert.cli import flags  # the command-line layer (this main is a tool)
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=flags.HelpFormatter)

@@ -14,13 +14,13 @@ import os
 import shlex
 import sys
 
-from albert import run_spec
-from albert.flags import FlagError
-from albert.run_spec import file_sha256, read_task_card
+from albert.cli.flags import FlagError
+from albert.train import run_spec
+from albert.train.run_spec import file_sha256, read_task_card
 
 
 def read_card(path: str) -> dict | None:
-    """The model's task card (albert.run_spec.read_task_card), a damaged one as a flag error."""
+    """The model's task card (run_spec.read_task_card), a damaged one as a flag error."""
     try:
         return read_task_card(path)
     except ValueError as e:
@@ -28,7 +28,7 @@ def read_card(path: str) -> dict | None:
 
 
 def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
-    """albert.run_spec.settle, its refusal as a flag error."""
+    """albert.train.run_spec.settle, its refusal as a flag error."""
     try:
         return run_spec.settle(flags, card, defaults, f"--checkpoint_path {model}")
     except ValueError as e:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from albert.errors import CheckpointError, FlagError
 
-logger = logging.getLogger("albert.run_spec")
+logger = logging.getLogger("albert.train.run_spec")
 
 # Spec entries a resume may change; everything else must match the recorded run.
 MAY_CHANGE = frozenset({"total_steps"})
@@ -51,7 +51,7 @@ def data_files(paths) -> list[str]:
 
 
 # -- the typed spec -------------------------------------------------------------------------------
-# Resolved once from the flags (albert.resolve.resolve_spec, the one place that reads them), on
+# Resolved once from the flags (albert.cli.resolve.resolve_spec, the one place that reads them), on
 # rank 0, and handed to every rank (albert.run); every module below the command-line tools takes
 # these objects, never the flags.
 
@@ -102,7 +102,7 @@ class Optimization:
 
     def schedule(self, total_steps: int):
         """step -> learning rate (optimization.learning_rate_at with this spec's values)."""
-        from albert.optimization import learning_rate_at
+        from albert.train.optimization import learning_rate_at
 
         warmup = self.warmup(total_steps)
 
@@ -129,10 +129,10 @@ class Batching:
 
     def plan(self, ranks: int):
         """The BatchPlan for `ranks` processes (FlagError naming the flags that disagree)."""
-        from albert.plan import PlanError, resolve_batch_plan
+        from albert.train.plan import PlanError, resolve_batch_plan
 
         if self.auto:
-            raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.memory) "
+            raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.train.memory) "
                             "before the batch plan")
         try:
             return resolve_batch_plan(ranks, self.per_gpu_batch_size, self.global_batch_size,
@@ -202,7 +202,7 @@ class RunSpec:
 
 def parse_override(item: str):
     """--config_override KEY=VALUE -> (key, checked value)."""
-    from albert.config import check_field
+    from albert.model.config import check_field
 
     if "=" not in item:
         raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
@@ -229,7 +229,7 @@ def parse_override(item: str):
 def model_config(source: ModelSource, vocabulary: str | None):
     """The config a new model gets: --model_config or --model_size, then the vocabulary's size
     (or --vocab_size) and --config_override."""
-    from albert.config import PRESETS, AlbertConfig
+    from albert.model.config import PRESETS, AlbertConfig
 
     if source.model_config:
         data = AlbertConfig.from_json_file(source.model_config).to_dict()
@@ -239,7 +239,7 @@ def model_config(source: ModelSource, vocabulary: str | None):
                             f"{sorted(PRESETS)}")
         data = AlbertConfig.from_preset(source.model_size).to_dict()
     if vocabulary:
-        from albert.tokenization import load_spm
+        from albert.data.tokenization import load_spm
 
         data["vocab_size"] = load_spm(vocabulary).GetPieceSize()
     if source.vocab_size:

@@ -14,9 +14,9 @@ import logging
 import math
 import os
 
-from albert.config import AlbertConfig
 from albert.errors import FlagError
-from albert.plan import (
+from albert.model.config import AlbertConfig
+from albert.train.plan import (
     GIB,
     SAFETY_MARGIN,
     BatchPlan,
@@ -25,9 +25,9 @@ from albert.plan import (
     memory_plan,
     plan_fits,
 )
-from albert.run_spec import Batching, RunSpec, check_fits, model_config
+from albert.train.run_spec import Batching, RunSpec, check_fits, model_config
 
-logger = logging.getLogger("albert.memory")
+logger = logging.getLogger("albert.train.memory")
 
 
 def config_for_plan(spec: RunSpec) -> tuple[AlbertConfig, str | None]:

@@ -1,0 +1,93 @@
+"""`python -m albert.corpus_text --input ... --output text.txt`: the sentences the data tools read
+from a corpus, as plain text, one sentence a line and a blank line between documents (what the
+model will train on). Reading is `albert.data.corpus`'s, as in create_pretraining_data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from albert.cli import flags
+from albert.data.corpus import (
+    FORMATS,
+    ReadStats,
+    _reason,
+    check_input,
+    expand_inputs,
+    iter_documents,
+)
+from albert.errors import FlagError, OutputError
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(
+        prog="python -m albert.corpus_text",
+        description="Write the sentences the data tools read from --input as plain text: one "
+                    "sentence a line, a blank line between documents (what the model trains on).")
+    p.add_argument("--input", nargs="+", required=True,
+                   help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
+    p.add_argument("--input_format", choices=FORMATS, default="auto",
+                   help="as create_pretraining_data's --input_format")
+    p.add_argument("--text_field", default="text", help="the text field of jsonl/parquet input")
+    p.add_argument("--output", required=True, help="the text file to write; - for stdout")
+    p.add_argument("--max_documents", type=int, default=0,
+                   help="stop after this many documents (0: all)")
+    p.add_argument("--processes", type=int, default=1,
+                   help="processes turning documents into sentences (wikitext parsing)")
+    return p.parse_args(argv)
+
+
+def write_text(args) -> dict:
+    """Writes the text; returns the counts (ReadStats, plus what was written)."""
+    if args.processes < 1:
+        raise FlagError(f"--processes must be at least 1, got {args.processes}")
+    if args.max_documents < 0:
+        raise FlagError(f"--max_documents must be 0 (all) or more, got {args.max_documents}")
+    files = expand_inputs(args.input)
+    for path in files:
+        check_input(path, args.input_format, args.text_field)
+    to_stdout = args.output == "-"
+    try:
+        out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")
+    except OSError as e:
+        raise OutputError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
+    stats, sentences, written = ReadStats(), 0, 0
+    docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
+    try:
+        for doc in docs:
+            out.write(("\n" if written else "") + "\n".join(doc) + "\n")
+            sentences += len(doc)
+            written += 1
+            if written == args.max_documents:
+                break
+    finally:
+        docs.close()  # stops the worker processes
+        if not to_stdout:
+            out.close()
+    return {**stats.as_dict(), "documents_written": written, "sentences": sentences}
+
+
+def main(argv=None) -> int:
+    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    args = parse_args(argv)
+    try:
+        with flags.user_errors():  # a bad flag, an input that cannot be read: one line, status 2
+            counts = write_text(args)
+    except BrokenPipeError:
+        # The reader of stdout had enough (| head): not an error. Later flushes go nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    skipped = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items()
+                        if v and k not in ("files", "lines", "pages", "documents",
+                                           "documents_written", "sentences"))
+    # With the text on stdout the summary goes to stderr, so that a pipe gets the text alone.
+    print(f"wrote {counts['sentences']} sentences of {counts['documents_written']} documents to "
+          f"{args.output}" + (f"; skipped {skipped}" if skipped else ""),
+          file=sys.stderr if args.output == "-" else sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
