@@ -12,8 +12,8 @@ files without TensorFlow), `output_dir` (the output directory replaced as a whol
 (totals, warnings, summary.json).
 
 Reading for training: `reader` (tf.data over pretraining TFRecords), `squad` (SQuAD features,
-batches, answers), `classification` (labelled files -> features -> batches).
+batches, answers), `classification` (labelled files -> features -> batches), `tokenization` (the
+SentencePiece vocabulary and the files transformers needs beside it).
 
-Bundled demo data (no download): `sample` (the corpus), `facts`, `squad_sample`,
-`classification_sample`.
+The bundled demo data is albert.demo's.
 """

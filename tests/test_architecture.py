@@ -1,0 +1,122 @@
+"""The package's layers as docs/architecture.md draws them: every `albert` import, at the top of a
+module or inside a function, points to the module's own layer or one below it, and no two
+modules import each other, directly or around a loop."""
+
+import ast
+import pathlib
+import re
+import sys
+
+import albert
+
+ROOT = pathlib.Path(albert.__file__).parent
+# Bottom to top. A package is one layer; the modules directly under albert/ are the commands
+# (`python -m albert.<tool>`), except the foundations every layer may use.
+LAYERS = ["foundation", "model", "eval", "data", "io", "train", "tasks", "cli", "commands"]
+FOUNDATION = {"albert.errors", "albert.fs"}
+PACKAGE_LAYERS = {"model", "eval", "data", "io", "train", "tasks", "cli"}
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str) -> str:
+    if module in FOUNDATION or module == "albert":
+        return "foundation"
+    first = module.split(".")[1]
+    return first if first in PACKAGE_LAYERS else "commands"
+
+
+def modules() -> dict[str, pathlib.Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def albert_imports(path: pathlib.Path, known: set[str]) -> set[str]:
+    """The albert modules `path` imports (`from albert.x import y` counts albert.x.y when y is a
+    module), wherever the import statement stands."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("albert.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
+                node.module == "albert" or node.module.startswith("albert.")):
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                found.add(child if child in known else node.module)
+    return found - {"albert"}
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    known = set(found)
+    return {name: albert_imports(path, known) - {name} for name, path in found.items()
+            if name != "albert"}  # albert/__init__ names its exports as strings, imported lazily
+
+
+def test_the_layers_cover_every_module_and_each_module_names_its_job():
+    found = modules()
+    assert len(found) > 60
+    for name, path in found.items():
+        assert layer_of(name) in LAYERS
+        if path.stat().st_size:  # an empty __init__.py marks a package and nothing else
+            doc = ast.get_docstring(ast.parse(path.read_text()))
+            assert doc and doc.strip(), f"{name} has no docstring saying what it is for"
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    upward = [f"{name} ({layer_of(name)}) imports {target} ({layer_of(target)})"
+              for name, targets in graph().items() for target in sorted(targets)
+              if LAYERS.index(layer_of(target)) > LAYERS.index(layer_of(name))]
+    assert upward == []
+
+
+def test_the_import_graph_has_no_cycle():
+    edges = graph()
+    state, cycles = {}, []
+
+    def visit(node, stack):
+        state[node] = "open"
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == "open":
+                cycles.append(" -> ".join(stack[stack.index(target):] + [target]))
+            elif target not in state:
+                visit(target, stack + [target])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
+
+
+def test_the_layer_check_catches_an_upward_import_and_a_cycle(tmp_path, monkeypatch):
+    """The checks above would fail on the faults they look for (a copy of the package with one
+    upward import and one two-module loop)."""
+    import shutil
+
+    copy = tmp_path / "albert"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    model = copy / "model" / "config.py"
+    model.write_text(model.read_text() + "\nfrom albert.train import trainer  # noqa\n")
+    (copy / "eval" / "loop_a.py").write_text('"""a"""\nfrom albert.eval import loop_b\n')
+    (copy / "eval" / "loop_b.py").write_text('"""b"""\nfrom albert.eval import loop_a\n')
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", copy)
+    edges = graph()
+    assert "albert.train.trainer" in edges["albert.model.config"]
+    assert LAYERS.index(layer_of("albert.train.trainer")) > LAYERS.index("model")
+    assert edges["albert.eval.loop_a"] == {"albert.eval.loop_b"}
+    assert edges["albert.eval.loop_b"] == {"albert.eval.loop_a"}
+
+
+def test_docs_architecture_names_every_module():
+    """docs/architecture.md is the module map: a module missing from it, or a name it gives that
+    no longer exists, means the map is stale."""
+    text = (ROOT.parents[1] / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:albert\.)?[a-z_]+(?:\.[a-z_]+)*)`", text))
+    for name, path in modules().items():
+        if name == "albert" or (path.name == "__init__.py" and not path.stat().st_size):
+            continue
+        short = name.removeprefix("albert.")
+        assert short in named or name in named, f"docs/architecture.md does not name {short}"
