@@ -9,7 +9,7 @@ import transformers
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering, AlbertModel
 from albert.io.convert import load_pretrained, save_pretrained
-from albert.model.modeling import gather_positions
+from albert.model.layers import gather_positions
 
 TOL = 1e-4
 
@@ -289,7 +289,7 @@ def test_sequence_classification_matches_hf_both_directions(num_labels, tmp_path
 
 def test_sequence_classification_dropout_is_keyed_and_training_only():
     from albert import AlbertForSequenceClassification
-    from albert.model.modeling import dropout_key
+    from albert.model.dropout import dropout_key
 
     cfg = small_config(num_hidden_layers=1, classifier_dropout_prob=0.5)
     model = AlbertForSequenceClassification(cfg, num_labels=4).build_for_config()
@@ -318,7 +318,8 @@ RECOMPUTE_CONFIGS = {
 
 def _recompute_gradients(overrides, mode, jit):
     """Loss and gradients of every trainable variable for one keyed, dropout-on training pass."""
-    from albert.model.modeling import dropout_key, set_recompute
+    from albert.model.dropout import dropout_key
+    from albert.model.recompute import set_recompute
 
     keras.utils.set_random_seed(0)
     cfg = AlbertConfig.from_preset("tiny", vocab_size=300, hidden_dropout_prob=0.1,
@@ -383,7 +384,8 @@ os.environ["XLA_FLAGS"] = (f"--xla_dump_to={dump} --xla_dump_hlo_as_text "
 import numpy as np
 import tensorflow as tf
 from albert import AlbertConfig, AlbertForPreTraining
-from albert.model.modeling import dropout_key, set_recompute
+from albert.model.dropout import dropout_key
+from albert.model.recompute import set_recompute
 cases = {
     "activations": (dict(vocab_size=300, embedding_size=32, hidden_size=64, num_hidden_layers=4,
                          num_attention_heads=2, intermediate_size=256, hidden_dropout_prob=0.1,

@@ -145,7 +145,7 @@ def train(task, model, dist, metrics):
     Returns (status "done" | "stopped" | "finished", step, XLA plan, the tracked evaluations)."""
     import tensorflow as tf
 
-    from albert.model.modeling import set_recompute
+    from albert.model.recompute import set_recompute
     from albert.train import distributed
     from albert.train.checkpoints import (
         CheckpointHandler,

@@ -15,8 +15,8 @@ skipped (counted; `step`, which drives the learning-rate schedule, does not adva
 halves; after `growth_interval` finite updates in a row it doubles.
 
 Dropout masks are drawn from a key of (seed, rank, update attempt, micro-batch) (see
-albert.model.modeling.dropout_key): a resumed run draws the same masks as the straight run, and with
-`recompute="layers"` (albert.model.modeling.set_recompute) the forward pass recomputed during the
+albert.model.dropout): a resumed run draws the same masks as the straight run, and with
+`recompute="layers"` (albert.model.recompute.set_recompute) the forward pass recomputed during the
 backward pass draws the masks the first one drew, so the gradients are those without it.
 
 Loss functions return (loss, sums): `loss` is a mean over the micro-batch's examples, and `sums` are
@@ -29,7 +29,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from albert.errors import FlagError
-from albert.model.modeling import dropout_key, set_recompute
+from albert.model.dropout import dropout_key
+from albert.model.recompute import set_recompute
 from albert.train.xla_plan import XLA_ON, XlaPlan
 
 
@@ -49,7 +50,7 @@ class Trainer:
                  recompute: str | None = None):
         if accum_steps < 1:
             raise FlagError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
-        if recompute is not None:  # None: as the model was set (modeling.set_recompute)
+        if recompute is not None:  # None: as the model was set (set_recompute)
             set_recompute(model, recompute)  # before the gradient function is traced
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
         self.schedule, self.dist = schedule, dist
