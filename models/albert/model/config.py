@@ -77,7 +77,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 # --recompute: "layers" recomputes each transformer layer's activations in the backward pass
-# (albert.model.modeling.set_recompute); the memory plan counts what each mode keeps.
+# (albert.model.recompute.set_recompute); the memory plan counts what each mode keeps.
 RECOMPUTE_MODES = ("none", "layers")
 
 
