@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from albert.demo.squad_sample import write_sample
-from albert.io.convert import save_pretrained
+from albert.io.pretrained import save_pretrained
 
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
 # The settings both commands get. A short window makes most contexts span several windows. A
@@ -157,7 +157,7 @@ def test_clear_errors(case, message, sample_vocab, tmp_path):
     elif case == "missing_model":
         model = str(tmp_path / "nope")
     elif case == "pretraining_export":
-        from albert.export import export_saved_model
+        from albert.io.savedmodel import export_saved_model
 
         config = AlbertConfig.from_preset("tiny", vocab_size=2000, max_position_embeddings=64)
         model = export_saved_model(AlbertForPreTraining(config).build_for_config(),

@@ -114,7 +114,7 @@ def test_docs_architecture_names_every_module():
     """docs/architecture.md is the module map: a module missing from it, or a name it gives that
     no longer exists, means the map is stale."""
     text = (ROOT.parents[1] / "docs" / "architecture.md").read_text()
-    named = set(re.findall(r"`((?:albert\.)?[a-z_]+(?:\.[a-z_]+)*)`", text))
+    named = set(re.findall(r"`((?:albert\.)?[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)`", text))
     for name, path in modules().items():
         if name == "albert" or (path.name == "__init__.py" and not path.stat().st_size):
             continue

@@ -63,7 +63,7 @@ def reference(topic_run, sample_vocab):
 
     from albert.data import classification as data
     from albert.data.tokenization import load_tokenizer
-    from albert.io.convert import load_model
+    from albert.io.pretrained import load_model
     from albert.model.modeling import AlbertForSequenceClassification
 
     out, _ = topic_run

@@ -9,7 +9,7 @@ import transformers
 from safetensors.numpy import load_file, save_file
 
 from albert import AlbertConfig, AlbertForPreTraining, CheckpointError
-from albert.io.convert import load_pretrained, save_pretrained
+from albert.io.pretrained import load_pretrained, save_pretrained
 
 
 def tiny():
@@ -101,7 +101,7 @@ def test_save_replaces_existing_atomically(saved):
 # A Hugging Face PyTorch ALBERT's weights are written under Google's TF1 names with the
 # name-based tf.compat.v1 Saver, the layout of google-research/albert's releases; our import must
 # reproduce the PyTorch logits. The name mapping below goes HF -> Google, written from the
-# Google side's modeling.py / run_pretraining.py independently of albert.io.convert's.
+# Google side's modeling.py / run_pretraining.py independently of albert.io.google_tf1's.
 
 
 def hf_config(**overrides):
@@ -226,7 +226,7 @@ def torch_inputs():
     ("hub", dict(num_hidden_layers=6, num_hidden_groups=3, inner_group_num=1)),
 ])
 def test_google_checkpoint_matches_pytorch(tmp_path, layout, overrides):
-    from albert.io.convert import pretrained_kind, vocabulary_file
+    from albert.io.pretrained import pretrained_kind, vocabulary_file
 
     torch.manual_seed(1)
     hf = transformers.AlbertForPreTraining(hf_config(**overrides)).eval()
@@ -322,7 +322,7 @@ def test_google_checkpoint_errors(tmp_path):
 
 
 def test_pretrained_kind_and_vocabulary_file(saved, tmp_path):
-    from albert.io.convert import pretrained_kind, vocabulary_file
+    from albert.io.pretrained import pretrained_kind, vocabulary_file
 
     assert pretrained_kind(saved) == "huggingface"
     assert vocabulary_file(saved) is None
@@ -343,7 +343,7 @@ def test_load_model_reads_every_source_strictly(tmp_path):
     import tensorflow as tf
 
     from albert import AlbertForQuestionAnswering
-    from albert.io.convert import load_model
+    from albert.io.pretrained import load_model
 
     model = AlbertForQuestionAnswering(tiny()).build_for_config()
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(tmp_path / "run"),
@@ -404,7 +404,7 @@ def test_sequence_classifier_label_count_and_names(tmp_path):
     import tensorflow as tf
 
     from albert import AlbertForSequenceClassification
-    from albert.io.convert import load_model
+    from albert.io.pretrained import load_model
 
     pre = AlbertForPreTraining(tiny()).build_for_config()
     save_pretrained(pre, tmp_path / "pre")

@@ -71,10 +71,10 @@ def test_no_flag_message_is_a_plain_value_error():
 
 def test_one_checkpoint_error():
     from albert.data import reader
-    from albert.io import convert
+    from albert.io import pretrained
     from albert.train import checkpoints
 
-    assert albert.CheckpointError is checkpoints.CheckpointError is convert.CheckpointError
+    assert albert.CheckpointError is checkpoints.CheckpointError is pretrained.CheckpointError
     assert albert.CheckpointError is CheckpointError
     assert albert.AlbertError is AlbertError
     assert {"AlbertError", "CheckpointError"} <= set(albert.__all__)

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
-from albert.io.convert import save_pretrained
+from albert.io.pretrained import save_pretrained
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -144,7 +144,7 @@ def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
 
 
 def test_export_replaces_an_existing_version(tmp_path):
-    from albert.export import export_saved_model
+    from albert.io.savedmodel import export_saved_model
 
     out = tmp_path / "serving" / "1"
     first = AlbertForQuestionAnswering(tiny(vocab_size=50)).build_for_config()
@@ -192,7 +192,7 @@ def test_mixed_precision_model_is_exported_in_float32(tmp_path):
     SavedModel computes in float32 with the same weights."""
     import keras
 
-    from albert.export import export_saved_model
+    from albert.io.savedmodel import export_saved_model
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     mixed = AlbertForQuestionAnswering(tiny()).build_for_config()
@@ -409,8 +409,8 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     """One output: a regression card. A model fine-tuned for SQuAD (its card says so) is not
     exported as a classifier: refused naming the --head to use."""
     from albert import AlbertForSequenceClassification
-    from albert.export import export_saved_model
     from albert.export import main as export_main
+    from albert.io.savedmodel import export_saved_model
     from albert.train.run_spec import write_task_card
 
     regression = AlbertForSequenceClassification(tiny(), 1).build_for_config()

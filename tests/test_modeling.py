@@ -8,7 +8,7 @@ import torch
 import transformers
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering, AlbertModel
-from albert.io.convert import load_pretrained, save_pretrained
+from albert.io.pretrained import load_pretrained, save_pretrained
 from albert.model.layers import gather_positions
 
 TOL = 1e-4

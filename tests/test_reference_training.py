@@ -10,7 +10,7 @@ import torch
 import transformers
 
 from albert import AlbertConfig, AlbertForPreTraining
-from albert.io.convert import load_pretrained, save_pretrained
+from albert.io.pretrained import load_pretrained, save_pretrained
 from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
 from albert.train.distributed import Distributed
 from albert.train.optimization import make_optimizer

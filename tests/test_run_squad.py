@@ -10,7 +10,7 @@ import pytest
 from conftest import run_in_process
 
 from albert.demo.squad_sample import write_sample
-from albert.io.convert import save_pretrained
+from albert.io.pretrained import save_pretrained
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
 

@@ -23,8 +23,8 @@ _EXPORTS = {
     "AlbertForPreTraining": "albert.model.modeling",
     "AlbertForQuestionAnswering": "albert.model.modeling",
     "AlbertForSequenceClassification": "albert.model.modeling",
-    "load_pretrained": "albert.io.convert",
-    "save_pretrained": "albert.io.convert",
+    "load_pretrained": "albert.io.pretrained",
+    "save_pretrained": "albert.io.pretrained",
 }
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"

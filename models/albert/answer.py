@@ -154,7 +154,8 @@ def load_qa_model(path: str):
     """
     import tensorflow as tf
 
-    from albert.io.convert import CheckpointError, load_model, vocabulary_file
+    from albert.errors import CheckpointError
+    from albert.io.pretrained import load_model, vocabulary_file
     from albert.model.config import AlbertConfig
 
     if os.path.isfile(os.path.join(path, "saved_model.pb")):

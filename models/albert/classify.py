@@ -196,7 +196,7 @@ def prepare(args):
     """(card, examples, rows, spm_model or None) after every check that needs no TensorFlow:
     the flags, the model's task card against them, the vocabulary, the inputs."""
     from albert.cli.serving import check_vocabulary_content, read_card, settle
-    from albert.io.convert import vocabulary_file
+    from albert.io.pretrained import vocabulary_file
 
     check_args(args)
     model = args.checkpoint_path
@@ -227,7 +227,8 @@ def load_classifier(path: str, card: dict | None):
     """
     import tensorflow as tf
 
-    from albert.io.convert import CheckpointError, load_model
+    from albert.errors import CheckpointError
+    from albert.io.pretrained import load_model
     from albert.model.config import AlbertConfig
 
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
@@ -280,7 +281,7 @@ def load_classifier(path: str, card: dict | None):
 def output_labels(card: dict | None, outputs: int | None, names, model: str):
     """The label names in id order (None: a regression model), from the card, else the model's
     id2label, else the ids themselves."""
-    from albert.io.convert import CheckpointError
+    from albert.errors import CheckpointError
 
     card = card or {}
     if card.get("task") == "regression" or outputs == 1:

@@ -34,6 +34,7 @@ from albert.cli.flags import (
     FlagError,
     HelpFormatter,
     add_alias,
+    add_export_flag,
     add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
@@ -88,8 +89,6 @@ def parse_args(argv=None):
                    help="round a batch's padded length up to a multiple of this (1: exactly its "
                         "longest): fewer shapes for XLA to compile")
     add_fine_tuning_flags(g, run_name="classifier", epochs=3.0, scored="--eval_file")
-    from albert.export import add_export_flag
-
     add_export_flag(g, ask="python -m albert.classify")
     add_model_flags(p)
     add_training_flags(p, learning_rate=2e-5, batch=32, optimizer="adamw", run_name="classifier",
@@ -143,7 +142,7 @@ def resolve(args):
     without TensorFlow: counts and directories, files that must exist, the feature settings
     (the model's own for an evaluation-only run), the task, the vocabulary, --keep_best and
     --export_dir."""
-    from albert.export import check_export_dir
+    from albert.io.savedmodel import check_export_dir
     from albert.tasks.runner import check_keep_best
 
     check_training_flags(args)

@@ -26,6 +26,7 @@ from albert.cli.flags import (
     FlagError,
     HelpFormatter,
     add_alias,
+    add_export_flag,
     add_fine_tuning_flags,
     add_model_flags,
     add_training_flags,
@@ -65,8 +66,6 @@ def parse_args(argv=None):
     g.add_argument("--max_answer_length", type=int, default=30)
     g.add_argument("--null_score_diff_threshold", type=float, default=0.0)
     add_fine_tuning_flags(g, run_name="squad", epochs=2.0, scored="--predict_file")
-    from albert.export import add_export_flag
-
     add_export_flag(g, ask="python -m albert.answer")
     add_model_flags(p)
     add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad",
@@ -83,7 +82,7 @@ def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec), checked as far as it can be
     without TensorFlow: counts and directories, files that must exist, the windows (the
     model's own for an evaluation-only run), the vocabulary, --keep_best and --export_dir."""
-    from albert.export import check_export_dir
+    from albert.io.savedmodel import check_export_dir
     from albert.tasks.runner import check_keep_best
 
     check_training_flags(args)

@@ -202,6 +202,13 @@ def add_fine_tuning_flags(g, *, run_name: str, epochs: float, scored: str) -> No
                         "<output_dir>/cache; share one between runs to featurize once)")
 
 
+def add_export_flag(group, ask: str) -> None:
+    """--export_dir, as every fine-tuner takes it; `ask`: the tool that asks the model."""
+    group.add_argument("--export_dir", default=None,
+                       help="also write the fine-tuned model as a SavedModel here (the layout of "
+                            f"python -m albert.export; serve it or ask it with {ask})")
+
+
 def _micro_batch(text: str):
     """--per_gpu_batch_size: a positive integer or 'auto'."""
     if text == "auto":

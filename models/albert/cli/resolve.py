@@ -157,7 +157,7 @@ def tokenizer_path(args) -> str:
     if args.spm_model:
         return args.spm_model
     if args.load_from in ("pretrained", "huggingface", "checkpoint") and args.checkpoint_path:
-        from albert.io.convert import vocabulary_file
+        from albert.io.pretrained import vocabulary_file
 
         found = vocabulary_file(args.checkpoint_path)
         if found:

@@ -5,14 +5,13 @@ was; the next run removes the leftovers."""
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import logging
 import os
 import shutil
 import socket
 
 from albert.errors import FlagError, OutputError
+from albert.fs import replace_directory
 
 # The tool these lines are of (they are logged as its own).
 logger = logging.getLogger("albert.create_pretraining_data")
@@ -86,32 +85,8 @@ def make_work_dir(out: str) -> str:
     return work
 
 
-def _exchange(a: str, b: str) -> bool:
-    """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
-        return False
-    raise OSError(err, os.strerror(err), b)
-
-
 def commit(work: str, out: str) -> None:
-    """Put the finished work directory at `out`, replacing what was there."""
-    if not os.path.isdir(out):
-        os.rename(work, out)
-        return
-    if _exchange(work, out):
-        shutil.rmtree(work)
-        return
-    # No atomic exchange on this file system: two renames. A crash between them leaves the new
-    # data complete in the .partial directory and the old in the .old one.
-    old = temporary_name(out, "old")
-    os.rename(out, old)
-    os.rename(work, out)
-    shutil.rmtree(old)
+    """Put the finished work directory at `out`, replacing what was there (albert.fs: one
+    exchange, or two renames that put the old directory back if the second fails). The old one
+    goes aside under this run's .old name, which the next run removes if a crash leaves it."""
+    replace_directory(work, out, aside=temporary_name(out, "old"))

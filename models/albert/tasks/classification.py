@@ -121,7 +121,7 @@ class ClassifierTask(Task):
         checkpoint in --checkpoint_dir). Takes the task and labels from the model (its run
         record, else its id2label) when the flags did not say them; flags that say other labels
         are refused (in another order they would swap its answers)."""
-        from albert.io.convert import load_model
+        from albert.io.pretrained import load_model
         from albert.model.modeling import AlbertForSequenceClassification
         from albert.train.checkpoints import read_run_record
 

@@ -168,7 +168,7 @@ def squad_during_pretraining(model, spec, dist) -> dict:
         return {}
     o = spec.options
     with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
-        from albert.io.convert import save_pretrained
+        from albert.io.pretrained import save_pretrained
 
         save_pretrained(model, os.path.join(tmp, "model"), spm_model=spec.vocabulary)
         xla = "off" if spec.execution.eager else spec.execution.xla

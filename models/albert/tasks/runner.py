@@ -15,7 +15,7 @@ import os
 import time
 
 from albert.errors import FlagError
-from albert.io.convert import load_pretrained, save_pretrained
+from albert.io.pretrained import load_pretrained, save_pretrained
 from albert.train.run_spec import RunSpec, check_fits, model_config
 
 logger = logging.getLogger("albert.tasks.runner")
@@ -285,7 +285,7 @@ def export(task, model, dist) -> str | None:
     spec = task.spec
     if not spec.outputs.export_dir or task.export_task is None:
         return None
-    from albert.export import export_after_run
+    from albert.io.savedmodel import export_after_run
 
     return export_after_run(spec, model, task.export_task, dist)
 

@@ -89,7 +89,7 @@ class SquadTask(Task):
         """Every weight, the QA head included, from --checkpoint_path (default: the latest
         checkpoint in --checkpoint_dir). A checkpoint without a QA head is an error, never a
         randomly initialised head."""
-        from albert.io.convert import load_model
+        from albert.io.pretrained import load_model
 
         path = self.spec.model.checkpoint_path or self.spec.outputs.checkpoint_dir
         model = load_model(self.model_class(), path)

@@ -1,0 +1,108 @@
+"""The one atomic directory replace: a directory is written whole under a temporary sibling name,
+then takes the place of its target, so that a reader (a model server watching a base path,
+transformers loading a checkpoint, a trainer reading shards) sees the old directory or the new
+one, never a half-written one, and a failure leaves the old one where it was.
+
+Its users: io.pretrained.save_pretrained (Hugging Face directories, the trainer's final/),
+io.savedmodel.export_saved_model (SavedModels) and data.output_dir (the pretraining-data
+generator's output). It lives in the foundation layer beside `errors` because the data layer
+sits below io and both need it. It imports nothing but the standard library: the data generator
+imports it and must not pay for TensorFlow. What a caller may replace (not somebody's run, not a
+directory the command reads) is the caller's check, made before any work; this module replaces
+whatever it is given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import logging
+import os
+import shutil
+import uuid
+
+logger = logging.getLogger(__name__)
+
+
+def new_directory(parent: str, prefix: str) -> str:
+    """A new, uniquely named directory in `parent`, with the mode the umask gives.
+
+    tempfile.mkdtemp would make it 0700, and the rename would carry that into final/ or a
+    SavedModel that a model server or a teammate on shared storage then cannot read.
+    """
+    while True:
+        path = os.path.join(parent, f"{prefix}{uuid.uuid4().hex[:12]}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+
+
+def exchange(a: str, b: str) -> bool:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE); False where the platform or
+    file system cannot, so the caller falls back to two renames."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
+def _remove(path: str) -> None:
+    # The new directory is in place by now: a leftover old copy costs space, not correctness,
+    # so it is reported rather than turned into a failed save.
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        logger.warning("could not remove the replaced directory %s: %s", path, e)
+
+
+def replace_directory(new: str, target: str, aside: str | None = None) -> None:
+    """Put the complete directory `new` (a sibling of `target`) at `target`, replacing and then
+    removing what was there.
+
+    One atomic exchange where the file system offers it. Elsewhere two renames: the old
+    directory is moved to `aside` (default: `new` + ".old", a name of our own, where
+    "<target>.old" may be somebody's directory), and moved back if the second rename fails, so
+    an error never leaves `target` missing; only a crash between the two renames can, with both
+    directories complete beside it.
+    """
+    if not os.path.isdir(target):
+        os.rename(new, target)
+        return
+    if exchange(new, target):
+        _remove(new)  # it now holds the old directory
+        return
+    aside = aside or new + ".old"
+    os.rename(target, aside)
+    try:
+        os.rename(new, target)
+    except BaseException:
+        os.rename(aside, target)
+        raise
+    _remove(aside)
+
+
+@contextlib.contextmanager
+def staged_directory(target: str, prefix: str = ".tmp-"):
+    """Yield a new sibling directory of `target` to write into; it replaces `target`
+    (replace_directory) when the block ends without an error, and is removed in every case,
+    so an interrupted write leaves `target` as it was and no temporary directory beside it."""
+    parent = os.path.dirname(os.path.abspath(target))
+    os.makedirs(parent, exist_ok=True)
+    staged = new_directory(parent, prefix)
+    try:
+        yield staged
+        replace_directory(staged, target)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)

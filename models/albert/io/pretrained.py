@@ -1,0 +1,200 @@
+"""What a model directory holds, and the model it becomes: the entry points `albert` exports.
+
+Three layouts are read, told apart by their files:
+- a Hugging Face ALBERT directory (io.huggingface): config.json with model.safetensors or
+  pytorch_model.bin;
+- a Google ALBERT release (io.google_tf1): albert_config.json with a TF1 checkpoint;
+- a trainer checkpoint: a tf.train.Checkpoint prefix (or a directory of them) with the model
+  under `model/` and config.json beside it, as albert.train.checkpoints writes them.
+
+`load_pretrained` reads the first two (what `from_pretrained` takes); `load_model` all three,
+and insists on every weight of the class asked for. `save_pretrained` writes the first, atomically
+(albert.fs). The model classes come in as arguments: this module never imports
+albert.model.modeling.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from albert.errors import CheckpointError  # the one class; importable from here too
+from albert.fs import staged_directory
+from albert.io.google_tf1 import (
+    GOOGLE_VOCAB_NAME,
+    google_checkpoint_prefix,
+    google_config_path,
+    load_google,
+)
+from albert.io.huggingface import (
+    HF_VOCAB_NAME,
+    PYTORCH_NAME,
+    SAFETENSORS_NAME,
+    load_huggingface,
+    write_huggingface,
+)
+from albert.model.config import GOOGLE_CONFIG_NAME, AlbertConfig
+
+__all__ = ["CheckpointError", "load_model", "load_pretrained", "pretrained_kind",
+           "save_pretrained", "vocabulary_file"]
+
+
+def pretrained_kind(path) -> str:
+    """'google' or 'huggingface': which published layout the directory `path` holds.
+
+    Google: albert_config.json (also under assets/, as TF-Hub modules keep it) or a
+    model.ckpt* checkpoint. Hugging Face: config.json, model.safetensors or pytorch_model.bin.
+    Anything else raises CheckpointError naming both layouts.
+    """
+    directory = os.fspath(path)
+    if not os.path.isdir(directory):
+        raise CheckpointError(f"checkpoint directory not found: {directory}")
+    if google_config_path(directory):
+        return "google"
+    prefix = google_checkpoint_prefix(directory)
+    if prefix and not prefix.endswith(os.path.join("variables", "variables")):
+        return "google"
+    if any(os.path.exists(os.path.join(directory, name))
+           for name in ("config.json", SAFETENSORS_NAME, PYTORCH_NAME)):
+        return "huggingface"
+    raise CheckpointError(
+        f"{directory} is neither a Hugging Face ALBERT directory (config.json with "
+        f"{SAFETENSORS_NAME} or {PYTORCH_NAME}) nor a Google ALBERT directory "
+        f"({GOOGLE_CONFIG_NAME} with model.ckpt-*.index or a TF-Hub variables/ folder)"
+    )
+
+
+def vocabulary_file(path) -> str | None:
+    """The SentencePiece model that comes with a model directory, or None.
+
+    Looks for spiece.model (Hugging Face, our exports) and 30k-clean.model (Google), Google's
+    name first in a Google directory, in the directory, its assets/ (TF-Hub modules, our
+    SavedModels) and its final/ (a trainer checkpoint directory's last export). A checkpoint
+    prefix is looked up in its directory.
+    """
+    directory = os.fspath(path)
+    if not os.path.isdir(directory):
+        if not os.path.isfile(directory + ".index"):
+            return None
+        directory = os.path.dirname(directory) or "."
+    names = (HF_VOCAB_NAME, GOOGLE_VOCAB_NAME)
+    if google_config_path(directory):
+        names = names[::-1]
+    for folder in (directory, os.path.join(directory, "assets"), os.path.join(directory, "final")):
+        for name in names:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+# -- loading --------------------------------------------------------------------------------------
+
+
+def load_pretrained(cls, path, config: AlbertConfig | None = None, require_heads: bool = False,
+                    **options):
+    """Build `cls` from a local Hugging Face or Google ALBERT directory and load its weights.
+
+    The layout is detected by its files (pretrained_kind). Heads the checkpoint lacks (a QA head
+    when starting from a pretraining checkpoint) keep their fresh initialisation and are logged,
+    or raise CheckpointError with require_heads; a missing backbone tensor or a shape mismatch
+    is always an error. options: num_labels / label_names of a sequence classifier (see
+    the class's head_options).
+    """
+    directory = os.fspath(path)
+    if pretrained_kind(directory) == "google":
+        return load_google(cls, directory, config, require_heads, options=options)
+    return load_huggingface(cls, directory, config, require_heads, options)
+
+
+def _training_checkpoint(path: str) -> str | None:
+    """The tf.train checkpoint prefix `path` names, or None when it is not a trainer checkpoint.
+
+    A prefix, or a directory of ckpt-<step> files: the latest its `checkpoint` index names, else
+    (index missing or stale) the highest step present.
+    """
+    import tensorflow as tf
+
+    if os.path.isfile(path + ".index"):
+        directory = os.path.dirname(path) or "."
+        return None if google_config_path(directory) else path
+    if not os.path.isdir(path) or google_config_path(path):
+        return None
+    if any(os.path.exists(os.path.join(path, n)) for n in (SAFETENSORS_NAME, PYTORCH_NAME)):
+        return None
+    steps = [int(m.group(1)) for m in (re.fullmatch(r"ckpt-(\d+)\.index", n)
+                                       for n in os.listdir(path)) if m]
+    if not steps and not os.path.exists(os.path.join(path, "checkpoint")):
+        return None
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None or not os.path.isfile(latest + ".index"):
+        if not steps:
+            raise CheckpointError(f"{path}/checkpoint lists no checkpoint that exists")
+        latest = os.path.join(path, f"ckpt-{max(steps)}")
+    return latest
+
+
+def load_model(cls, path, **options):
+    """`cls` from a trainer checkpoint (prefix or directory), a Hugging Face or a Google ALBERT
+    directory, with every weight of `cls` (task head included) taken from it.
+
+    For export and inference: a checkpoint that lacks the head (a pretraining checkpoint loaded
+    as a QA model) raises CheckpointError instead of serving fresh random weights. options:
+    num_labels / label_names of a sequence classifier (see the class's head_options).
+    """
+    import tensorflow as tf
+
+    path = os.fspath(path).rstrip("/") or "/"
+    if not os.path.exists(path) and not os.path.isfile(path + ".index"):
+        raise CheckpointError(f"checkpoint not found: {path}")
+    if os.path.isfile(path + ".index"):
+        directory = os.path.dirname(path) or "."
+        if google_config_path(directory):
+            return load_google(cls, directory, None, True, prefix=path, options=options)
+    prefix = _training_checkpoint(path)
+    if prefix is None:
+        return load_pretrained(cls, path, require_heads=True, **options)
+    directory = os.path.dirname(prefix) or "."
+    config_path = os.path.join(directory, "config.json")
+    if not os.path.exists(config_path):
+        raise CheckpointError(f"{directory} has no config.json beside checkpoint {prefix}")
+    try:
+        bias_shape = dict(tf.train.list_variables(prefix)).get(
+            "model/classifier/bias/.ATTRIBUTES/VARIABLE_VALUE")
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"cannot read checkpoint {prefix}: "
+                              f"{str(e).splitlines()[0][:300]}") from None
+    model = cls(AlbertConfig.from_json_file(config_path),
+                **cls.head_options(prefix, options,
+                                   None if bias_shape is None else int(bias_shape[0]), None))
+    model.build_for_config()
+    try:
+        status = tf.train.Checkpoint(model=model).read(prefix)
+        status.expect_partial()
+        status.assert_existing_objects_matched()
+    except AssertionError as e:
+        missing = sorted(set(re.findall(r"path=([^,]+),", str(e))))
+        raise CheckpointError(
+            f"checkpoint {prefix} lacks weights the {cls.__name__} model needs ("
+            f"{', '.join(missing[:4]) or str(e)[:200]}): it was saved from another kind of model"
+        ) from None
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointError(f"cannot read checkpoint {prefix}: "
+                              f"{str(e).splitlines()[0][:300]}") from None
+    return model
+
+
+# -- saving ---------------------------------------------------------------------------------------
+
+
+def save_pretrained(model, path, spm_model: str | None = None,
+                    extra_json: dict | None = None) -> None:
+    """Write config.json + model.safetensors (+ spiece.model) so transformers can load the dir;
+    extra_json: {file name: object} written beside them (a fine-tune's task card).
+
+    Written to a temporary sibling directory that then replaces `path` (albert.fs), so an
+    interrupted save never leaves a half-written checkpoint under `path`, nor a missing one
+    where a checkpoint was.
+    """
+    with staged_directory(os.fspath(path)) as staged:
+        write_huggingface(model, staged, spm_model=spm_model, extra_json=extra_json)

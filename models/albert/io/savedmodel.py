@@ -1,0 +1,265 @@
+"""TensorFlow SavedModels for serving: a model written with its assets, the checks that keep
+that write from destroying anything, and a fine-tuner's --export_dir at the end of its run.
+
+The SavedModel's `serving_default` signature takes int32 `input_ids`, `attention_mask` and
+`token_type_ids` [batch, seq] and returns the float32 outputs of TASKS[task]. The config, the
+vocabulary and a fine-tuned model's task card travel with it as assets/config.json,
+assets/spiece.model and assets/albert_task.json. The command that exports a checkpoint is
+albert.export; this module takes flags only as names in its messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+
+from albert.errors import CheckpointError, FlagError
+from albert.fs import new_directory, staged_directory
+
+logger = logging.getLogger(__name__)
+
+# task -> (model class in albert.model.modeling, the head attribute it needs, signature outputs)
+TASKS = {
+    "qa": ("AlbertForQuestionAnswering", "qa_outputs", ("start_logits", "end_logits")),
+    "pretraining": ("AlbertForPreTraining", "predictions", ("mlm_logits", "sop_logits")),
+    "classification": ("AlbertForSequenceClassification", "classifier", ("logits",)),
+}
+# The export task that serves a fine-tuning run's task (its card's "task").
+CARD_TASKS = {"squad": "qa", "classification": "classification",
+              "regression": "classification", "pretraining": "pretraining"}
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def model_class(task: str):
+    """The model class an export task needs (TASKS), imported only when asked for."""
+    import albert.model.modeling
+
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
+    return getattr(albert.model.modeling, TASKS[task][0])
+
+
+def float32_copy(model):
+    """`model` itself when it computes in float32, else a float32 twin with the same weights.
+
+    A model trained under a mixed-precision policy (run_squad --precision bf16/fp16) computes
+    its matmuls in 16 bits; the export serves full precision whatever the training used.
+    """
+    import keras
+
+    if model.dtype_policy.compute_dtype == "float32":
+        return model
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("float32")
+    try:
+        twin = type(model)(model.config)
+        twin.build_for_config()
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    for target, source in zip(twin.weights, model.weights, strict=True):
+        target.assign(keras.ops.cast(source, "float32"))
+    return twin
+
+
+# -- where a SavedModel may go --------------------------------------------------------------------
+
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+# What marks a run or a checkpoint: our run record, tf.train's checkpoint index (and *.index
+# files, its variables), Hugging Face weights.
+RUN_MARKERS = ("run.json", "checkpoint", "model.safetensors", "pytorch_model.bin")
+
+
+def _is_saved_model(directory: str) -> bool:
+    return any(os.path.isfile(os.path.join(directory, n)) for n in SAVED_MODEL_FILES)
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _run_inside(directory: str) -> str | None:
+    """The first file under `directory` that belongs to a run or a checkpoint (SavedModels are
+    not looked into: their variables/ is a checkpoint of their own)."""
+    for root, dirs, files in os.walk(directory):
+        if root != directory and _is_saved_model(root):
+            dirs[:] = []
+            continue
+        for name in files:
+            if name in RUN_MARKERS or (name.endswith(".index") and not _is_saved_model(root)):
+                return os.path.join(root, name)
+    return None
+
+
+def _hint(path: str) -> str:
+    return shlex.quote(os.path.join(os.path.dirname(os.path.abspath(path)), "serving", "1"))
+
+
+def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite: bool = False,
+                     protect=(), overwrite_flag: str | None = "--overwrite") -> str | None:
+    """Refuse, before any work, a SavedModel destination whose replacement would destroy data.
+
+    Exporting replaces the directory whole, so a path such as TF Serving's base path (instead
+    of a version directory) or a checkpoint directory would lose everything in it. Allowed: a
+    new or empty directory, or an existing SavedModel (a new version of it). A non-empty
+    directory that holds no SavedModel needs `overwrite`; a directory that is, or lies above,
+    one of `protect` (the checkpoint being exported, the run's own directories) or that holds
+    a run or a checkpoint anywhere inside is always refused. Returns the absolute path (None
+    for None).
+    """
+    if not path:
+        return None
+    target = os.path.abspath(os.fspath(path))
+    existing = target
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == target else f"lies under the file {existing}"
+        raise FlagError(f"{flag} {path} {where}: give a directory for the SavedModel (e.g. "
+                        "serving/1, a TF Serving version directory)")
+    real = os.path.realpath(target)
+    for other in protect:
+        if other and _within(os.path.realpath(os.fspath(other)), real):
+            raise FlagError(f"{flag} {path} would replace {other}, which this command reads or "
+                            f"writes; give a directory of its own (e.g. {_hint(path)})")
+    if not os.path.isdir(target) or not os.listdir(target) or _is_saved_model(target):
+        return target
+    found = _run_inside(target)
+    if found:
+        raise FlagError(f"{flag} {path} holds a run or a checkpoint ({found}); exporting there "
+                        f"would delete it: give a directory of its own (e.g. {_hint(path)})")
+    if overwrite:
+        return target
+    entries = sorted(os.listdir(target))
+    versions = [e for e in entries if e.isdigit() and _is_saved_model(os.path.join(target, e))]
+    shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
+    why = (f"it is a TF Serving base path (versions {', '.join(versions)}): give a version "
+           f"directory such as {shlex.quote(os.path.join(path, str(max(map(int, versions)) + 1)))}"
+           if versions else f"it holds {shown} and no SavedModel")
+    way = (f", or pass {overwrite_flag} to replace it" if overwrite_flag
+           else ", or empty it first")
+    raise FlagError(f"{flag} {path} is not empty: {why}{way}")
+
+
+def check_export_dir(spec) -> None:
+    """A fine-tuner's --export_dir (spec: a train.run_spec.RunSpec), checked before any
+    training: check_output_dir, protecting every path the run reads or writes (the export comes
+    at the end, when a refusal would waste the run and a replacement could take its checkpoints
+    with it)."""
+    out = spec.outputs
+    files = [p for paths in spec.data.values() for p in (paths or [])]
+    check_output_dir(out.export_dir, "--export_dir", overwrite_flag=None,
+                     protect=[out.checkpoint_dir, spec.model.checkpoint_path, out.output_dir,
+                              out.log_dir, out.cache_dir, spec.vocabulary, *files])
+
+
+# -- writing one ----------------------------------------------------------------------------------
+
+
+def export_saved_model(model, output_dir: str, task: str, spm_model: str | None = None, *,
+                       overwrite: bool = False, protect=(), card: dict | None = None) -> str:
+    """Write `model` as a SavedModel in `output_dir` and return it. An existing SavedModel there
+    is replaced; anything else only as check_output_dir allows (`overwrite`, `protect`).
+
+    Signature `serving_default`: int32 input_ids, attention_mask, token_type_ids [batch, seq] ->
+    the TASKS[task] outputs, float32, computed in float32 (see float32_copy). spm_model (a
+    SentencePiece file) becomes assets/spiece.model, the config assets/config.json and the task
+    card (io.task_card: the windows and labels it was fine-tuned with) assets/albert_task.json.
+    Written to a temporary sibling that then replaces `output_dir` (albert.fs), so a model
+    server watching the parent never sees a half-written version.
+    """
+    import tensorflow as tf
+
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
+    _, head, outputs = TASKS[task]
+    if not hasattr(model, head):
+        raise FlagError(f"--head {task} needs a model with a {head} head; "
+                        f"{type(model).__name__} has none")
+    if spm_model is not None:
+        from albert.data.tokenization import load_spm
+
+        load_spm(spm_model)  # a clear error now rather than a useless export
+    if task == "classification":
+        card = classifier_card(model, card)
+    output_dir = check_output_dir(output_dir, overwrite=overwrite, protect=protect)
+    model = float32_copy(model)
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+
+    spec = tf.TensorSpec([None, None], tf.int32)
+
+    @tf.function(input_signature=[spec, spec, spec])
+    def serve(input_ids, attention_mask, token_type_ids):
+        out = model(dict(zip(INPUT_NAMES, (input_ids, attention_mask, token_type_ids),
+                             strict=True)), training=False)
+        return {name: tf.cast(out[name], tf.float32) for name in outputs}
+
+    # Assets are copied into the SavedModel under their base names, hence a staging directory.
+    staging = new_directory(parent, ".assets-")
+    try:
+        model.config.to_json_file(os.path.join(staging, "config.json"))
+        assets = [os.path.join(staging, "config.json")]
+        if card is not None:
+            from albert.io.task_card import write_task_card
+
+            assets.append(write_task_card(staging, card))
+        if spm_model is not None:
+            shutil.copyfile(spm_model, os.path.join(staging, "spiece.model"))
+            assets.append(os.path.join(staging, "spiece.model"))
+        module = tf.Module()
+        # The variables, not the Keras model: saving a Keras model object makes Keras trace its
+        # own default signature (float inputs), which our int-only call rejects.
+        module.weights = [getattr(v, "value", v) for v in model.weights]
+        module.assets = [tf.saved_model.Asset(path) for path in assets]
+        module.serve = serve
+        with staged_directory(output_dir) as staged:
+            tf.saved_model.save(module, staged, signatures={"serving_default": serve})
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return output_dir
+
+
+def classifier_card(model, card: dict | None) -> dict:
+    """The task card a classifier's SavedModel carries: its run's, with the labels the model
+    holds when the run named none. A model without a card (from elsewhere, or older) gets what
+    the model itself knows (classification or regression, its id2label): never windows or a
+    vocabulary checksum nobody recorded."""
+    regression = model.num_labels == 1
+    card = dict(card) if card else {"features": {}, "vocabulary_sha256": None}
+    card["task"] = card.get("task") or ("regression" if regression else "classification")
+    if not regression and not card.get("labels") and model.label_names:
+        card["labels"] = list(model.label_names)
+    card.setdefault("labels", None)
+    labels = card.get("labels")
+    if not regression and labels and len(labels) != model.num_labels:
+        raise CheckpointError(f"the task card names {len(labels)} labels for a classifier with "
+                              f"{model.num_labels} outputs")
+    return card
+
+
+# -- a fine-tuner's --export_dir (run_squad, run_classifier) --------------------------------------
+
+
+def export_after_run(spec, model, task: str, dist) -> str | None:
+    """--export_dir at the end of a fine-tuner's run (rank 0; check_export_dir ran at its
+    start): the model just trained (with --keep_best, the best one kept), or the fine-tuned
+    model an evaluation-only run used, with the task card of that run. Returns the SavedModel's
+    path (None: no --export_dir, or not rank 0)."""
+    out = spec.outputs
+    if not out.export_dir or not dist.is_chief:
+        return None
+    from albert.io.task_card import read_task_card
+
+    card = read_task_card(out.checkpoint_dir if spec.trains
+                          else spec.model.checkpoint_path or out.checkpoint_dir)
+    best = os.path.join(out.checkpoint_dir, "best")
+    if spec.trains and out.keep_best and os.path.isdir(best):
+        from albert.io.pretrained import load_model
+
+        model = load_model(type(model), best)
+        logger.info("exporting the best model (--keep_best %s): %s", out.keep_best, best)
+    path = export_saved_model(model, out.export_dir, task, spm_model=spec.vocabulary, card=card)
+    print(f"SavedModel: {path}", flush=True)
+    return path
