@@ -7,7 +7,7 @@ Each class declares its heads (`heads`: the attributes holding its task-head lay
 a checkpoint of another kind may lack) and its options (`head_options`: the constructor arguments
 besides the config, settled against a checkpoint). Every class takes a dict of int [B, S] tensors:
 input_ids, and optionally attention_mask (default all ones) and token_type_ids (default zeros).
-Reading and writing checkpoints is albert.io.convert's (load_pretrained, save_pretrained).
+Reading and writing checkpoints is albert.io.pretrained's (load_pretrained, save_pretrained).
 """
 
 from __future__ import annotations
