@@ -1,4 +1,5 @@
-"""Checkpoints and the start policy: fallback, config checks, partial restores, run records."""
+"""The checkpoint store and the start policy: fallback, config checks, partial restores, run
+records, input positions saved with each checkpoint."""
 
 import os
 
@@ -7,15 +8,17 @@ import pytest
 import tensorflow as tf
 from conftest import make_trainer
 
-from albert.train.checkpoints import CheckpointHandler, start_state
+from albert.errors import CheckpointError
+from albert.train.checkpoint_store import CheckpointStore
 from albert.train.distributed import Distributed
 from albert.train.optimization import make_optimizer
+from albert.train.run_dir import read_run_record, start_state, write_run_record
 from albert.train.trainer import Trainer
 
 
 def test_truncated_latest_checkpoint_falls_back(batches, tmp_path):
     trainer = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(), keep=3)
+    handler = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed(), keep=3)
     trainer.train_step(batches[0])
     handler.save(1)
     good = [v.numpy().copy() for v in trainer.model.trainable_variables]
@@ -25,7 +28,7 @@ def test_truncated_latest_checkpoint_falls_back(batches, tmp_path):
     with open(tmp_path / data_file, "r+b") as f:
         f.truncate(100)
     fresh = make_trainer()
-    restored = CheckpointHandler(str(tmp_path), fresh.trackables(), Distributed()).restore_latest()
+    restored = CheckpointStore(str(tmp_path), fresh.trackables(), Distributed()).restore_latest()
     assert restored.endswith("ckpt-1") and latest.endswith("ckpt-2")
     assert int(fresh.step) == 1
     for g, v in zip(good, fresh.model.trainable_variables, strict=True):
@@ -34,13 +37,13 @@ def test_truncated_latest_checkpoint_falls_back(batches, tmp_path):
 
 def test_checkpoint_from_different_config_is_refused(batches, tmp_path):
     trainer = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(),
-                                config=trainer.model.config)
+    handler = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed(),
+                              config=trainer.model.config)
     handler.save(1)
     other = make_trainer(vocab=1000)
     with pytest.raises(ValueError, match="vocab_size: checkpoint 2000 vs this run 1000"):
-        CheckpointHandler(str(tmp_path), other.trackables(), Distributed(),
-                          config=other.model.config).restore_latest()
+        CheckpointStore(str(tmp_path), other.trackables(), Distributed(),
+                        config=other.model.config).restore_latest()
 
 
 def test_qa_model_starts_from_a_pretraining_checkpoint(batches, tmp_path):
@@ -48,13 +51,13 @@ def test_qa_model_starts_from_a_pretraining_checkpoint(batches, tmp_path):
 
     pre = make_trainer()
     pre.train_step(batches[0])
-    CheckpointHandler(str(tmp_path / "pre"), pre.trackables(), Distributed(),
-                      config=pre.model.config).save(1)
+    CheckpointStore(str(tmp_path / "pre"), pre.trackables(), Distributed(),
+                    config=pre.model.config).save(1)
     qa_model = AlbertForQuestionAnswering(pre.model.config).build_for_config()
     qa_opt = make_optimizer("adamw", qa_model.trainable_variables)
     qa = Trainer(qa_model, None, qa_opt, lambda s: 0.0, Distributed(), metric_names=[])
-    handler = CheckpointHandler(str(tmp_path / "qa"), qa.trackables(), Distributed(),
-                                config=qa_model.config)
+    handler = CheckpointStore(str(tmp_path / "qa"), qa.trackables(), Distributed(),
+                              config=qa_model.config)
     start_state(qa, handler, load_from="checkpoint", checkpoint_path=str(tmp_path / "pre"))
     np.testing.assert_array_equal(qa_model.albert.encoder.shared_layers[0].ffn.kernel.numpy(),
                                   pre.model.albert.encoder.shared_layers[0].ffn.kernel.numpy())
@@ -66,7 +69,7 @@ def test_qa_model_starts_from_a_pretraining_checkpoint(batches, tmp_path):
 
 def _trained_dir(batches, tmp_path, steps=(1, 2)):
     trainer = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(), keep=5)
+    handler = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed(), keep=5)
     for step, b in zip(steps, batches, strict=False):
         trainer.train_step(b)
         handler.save(step)
@@ -82,7 +85,7 @@ def test_unusable_index_finds_checkpoints_by_their_files(damage, batches, tmp_pa
     else:
         index.write_bytes(b"\x00\xffnot a checkpoint state {{{")
     fresh = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), fresh.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), fresh.trackables(), Distributed())
     restored = handler.restore_latest()
     assert restored.endswith("ckpt-2") and int(fresh.step) == 2
     np.testing.assert_array_equal(fresh.model.trainable_variables[0].numpy(),
@@ -95,10 +98,8 @@ def test_unusable_index_finds_checkpoints_by_their_files(damage, batches, tmp_pa
 
 def test_full_disk_save_names_the_directory_and_keeps_the_previous(batches, tmp_path,
                                                                    monkeypatch):
-    from albert.train.checkpoints import CheckpointError
-
     trainer = _trained_dir(batches, tmp_path, steps=(1,))
-    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
 
     def full(*args, **kwargs):
         os.makedirs(tmp_path / "ckpt-2_temp", exist_ok=True)  # what a failed write leaves
@@ -115,11 +116,9 @@ def test_full_disk_save_names_the_directory_and_keeps_the_previous(batches, tmp_
 
 
 def test_keep_checkpoints_zero_names_the_flag(tmp_path):
-    from albert.train.checkpoints import CheckpointError
-
     trainer = make_trainer()
     with pytest.raises(CheckpointError, match="--keep_checkpoints must be at least 1, got 0"):
-        CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed(), keep=0)
+        CheckpointStore(str(tmp_path), trainer.trackables(), Distributed(), keep=0)
 
 
 def test_stale_temporaries_of_interrupted_saves_are_removed_at_start(batches, tmp_path):
@@ -129,21 +128,19 @@ def test_stale_temporaries_of_interrupted_saves_are_removed_at_start(batches, tm
     stale = tmp_path / "data" / "1x8x1" / "rank-0" / "ckpt-7_temp"
     stale.mkdir(parents=True)
     trainer = make_trainer()
-    CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+    CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
     assert not (tmp_path / "ckpt-7_temp").exists() and not stale.exists()
     assert (tmp_path / "ckpt-1.index").exists()
 
 
 def test_structural_mismatch_is_reported_not_skipped_as_unreadable(batches, tmp_path):
     from albert import AlbertForQuestionAnswering
-    from albert.train.checkpoints import CheckpointError
-
     _trained_dir(batches, tmp_path)
     pre = make_trainer()
     qa_model = AlbertForQuestionAnswering(pre.model.config).build_for_config()
     qa = Trainer(qa_model, None, make_optimizer("adamw", qa_model.trainable_variables),
                  lambda s: 0.0, Distributed(), metric_names=[])
-    handler = CheckpointHandler(str(tmp_path), qa.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), qa.trackables(), Distributed())
     with pytest.raises(CheckpointError, match="does not match this model and optimizer"):
         handler.restore_latest()
 
@@ -152,7 +149,7 @@ def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_reco
     from conftest import PREDS, SEQ
 
     from albert.data.reader import pretraining_dataset
-    from albert.train.plan import BatchPlan
+    from albert.train.batch_plan import BatchPlan
 
     def data():
         return iter(pretraining_dataset("train", 4, SEQ, PREDS,
@@ -161,37 +158,35 @@ def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_reco
 
     trainer = make_trainer()
     layout = BatchPlan(1, 4, 1)
-    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
     straight = data()
-    handler.track_data(straight, layout=layout)
+    handler.positions.track(straight, layout)
     for _ in range(7):
         next(straight)
     handler.save(7)
     expected = [next(straight)["input_ids"].numpy() for _ in range(3)]
     resumed = data()
-    other = CheckpointHandler(str(tmp_path), make_trainer().trackables(), Distributed())
-    other.track_data(resumed, layout=layout)
-    assert other.restore_data(7)
+    other = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    other.positions.track(resumed, layout)
+    assert other.positions.restore(7)
     for want in expected:
         np.testing.assert_array_equal(next(resumed)["input_ids"].numpy(), want)
     # Another batch plan has no position of its own: the caller replays instead.
-    again = CheckpointHandler(str(tmp_path), make_trainer().trackables(), Distributed())
-    again.track_data(data(), layout=BatchPlan(1, 8, 1))
-    assert not again.restore_data(7)
+    again = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    again.positions.track(data(), BatchPlan(1, 8, 1))
+    assert not again.positions.restore(7)
 
 
 def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_path):
-    from albert.train.checkpoints import CheckpointError, read_run_record
-
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
     first = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
     assert start_state(first, handler, load_from="scratch", checkpoint_path=None,
                        record={"started_from": start}) == "new"
     first.train_step(batches[0])
     handler.save(1)
     again = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), again.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), again.trackables(), Distributed())
     assert start_state(again, handler, load_from="scratch", checkpoint_path=None,
                        record={"started_from": start}) == "resumed"
     assert int(again.step) == 1
@@ -210,7 +205,7 @@ def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_pat
 def test_second_phase_carries_weights_and_optimizer_moments_not_the_step(batches, tmp_path):
     phase1 = _trained_dir(batches, tmp_path / "p1")
     phase2 = make_trainer()
-    handler = CheckpointHandler(str(tmp_path / "p2"), phase2.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path / "p2"), phase2.trackables(), Distributed())
     start_state(phase2, handler, load_from="checkpoint", checkpoint_path=str(tmp_path / "p1"),
                 load_optimizer_state=True)
     assert int(phase2.step) == 0 and int(phase2.iterations) == 0
@@ -239,7 +234,7 @@ def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_co
     assert not any(n.startswith("optimizer/updates")
                    for n, _ in tf.train.list_variables(str(tmp_path / "run" / "ckpt-2")))
     resumed = make_trainer()
-    handler = CheckpointHandler(str(tmp_path / "run"), resumed.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path / "run"), resumed.trackables(), Distributed())
     assert handler.restore_latest().endswith("ckpt-2")
     assert int(resumed.step) == 2 and int(resumed.optimizer.updates) == 2
     np.testing.assert_array_equal(resumed.optimizer.v[3].numpy(), old.optimizer.v[3].numpy())
@@ -251,21 +246,19 @@ def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_co
         np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-6)
     # As a second phase's source too.
     phase2 = make_trainer()
-    start_state(phase2, CheckpointHandler(str(tmp_path / "p2"), phase2.trackables(),
-                                          Distributed()),
+    start_state(phase2, CheckpointStore(str(tmp_path / "p2"), phase2.trackables(),
+                                        Distributed()),
                 load_from="checkpoint", checkpoint_path=str(tmp_path / "run"),
                 load_optimizer_state=True)
     assert int(phase2.step) == 0 and int(phase2.optimizer.updates) == 2
 
 
 def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tmp_path, caplog):
-    from albert.train.checkpoints import CheckpointError
-
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
     spec = {"learning_rate": 0.005, "bias_correction": False, "labels": ["no", "yes"],
             "features": {"max_seq_length": 64, "doc_stride": 32}, "total_steps": 10}
     first = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
     start_state(first, handler, load_from="scratch", checkpoint_path=None,
                 record={"started_from": start, "spec": spec})
     first.train_step(batches[0])
@@ -274,7 +267,7 @@ def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tm
                "features": {"max_seq_length": 64, "doc_stride": 16}}
     with pytest.raises(CheckpointError) as e:
         again = make_trainer()
-        start_state(again, CheckpointHandler(str(tmp_path), again.trackables(), Distributed()),
+        start_state(again, CheckpointStore(str(tmp_path), again.trackables(), Distributed()),
                     load_from="scratch", checkpoint_path=None,
                     record={"started_from": start, "spec": changed})
     message = str(e.value)
@@ -288,8 +281,8 @@ def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tm
     # More steps is allowed, and says what it does to the schedule.
     same = make_trainer()
     with caplog.at_level("WARNING"):
-        assert start_state(same, CheckpointHandler(str(tmp_path), same.trackables(),
-                                                   Distributed()),
+        assert start_state(same, CheckpointStore(str(tmp_path), same.trackables(),
+                                                 Distributed()),
                            load_from="scratch", checkpoint_path=None,
                            record={"started_from": start,
                                    "spec": {**spec, "total_steps": 20}}) == "resumed"
@@ -304,24 +297,24 @@ def _counting_dataset(skip):
 
 
 def test_open_input_continues_at_the_saved_position_not_the_start(tmp_path):
-    from albert.train.plan import BatchPlan
+    from albert.train.batch_plan import BatchPlan
 
     layout = BatchPlan(1, 2, 1)
     trainer = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), trainer.trackables(), Distributed())
-    first = handler.open_input(_counting_dataset, layout, resumed_updates=0, step=0)
+    handler = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
+    first = handler.positions.open(_counting_dataset, layout, resumed_updates=0, step=0)
     assert [int(x) for x in next(first)] == [0, 1]
     for _ in range(4):
         next(first)
     handler.save(5)
-    restarted = CheckpointHandler(str(tmp_path), make_trainer().trackables(), Distributed())
-    again = restarted.open_input(_counting_dataset, layout, resumed_updates=5, step=5)
+    restarted = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    again = restarted.positions.open(_counting_dataset, layout, resumed_updates=5, step=5)
     assert [int(x) for x in next(again)] == [10, 11]
     # Under another batch plan the saved position is not this layout's: the stream is replayed
     # past the records the 5 updates consumed (5 x 4), not restarted at 0.
-    replayed = CheckpointHandler(str(tmp_path), make_trainer().trackables(),
-                                 Distributed()).open_input(_counting_dataset, BatchPlan(1, 4, 1),
-                                                           resumed_updates=5, step=5)
+    other_plan = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    replayed = other_plan.positions.open(_counting_dataset, BatchPlan(1, 4, 1),
+                                         resumed_updates=5, step=5)
     assert [int(x) for x in next(replayed)] == [20, 21]
 
 
@@ -329,7 +322,7 @@ def test_a_run_recorded_before_specs_continues_with_uncorrected_moments(batches,
     # Issue 25: such a run trained with Google's form; switching mid-run would resize every
     # later update, and a later --bias_correction off would then be refused.
     first = make_trainer()
-    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
     start_state(first, handler, load_from="scratch", checkpoint_path=None,
                 record={"started_from": start})  # an old record: no spec
@@ -337,25 +330,38 @@ def test_a_run_recorded_before_specs_continues_with_uncorrected_moments(batches,
     handler.save(1)
     again = make_trainer()
     assert again.optimizer.bias_correction
-    start_state(again, CheckpointHandler(str(tmp_path), again.trackables(), Distributed()),
+    start_state(again, CheckpointStore(str(tmp_path), again.trackables(), Distributed()),
                 load_from="scratch", checkpoint_path=None,
                 record={"started_from": start, "spec": {"bias_correction": True}})
     assert not again.optimizer.bias_correction
-    from albert.train.checkpoints import read_run_record
-
     assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is False
 
 
 def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
-    from albert.train.checkpoints import read_run_record, write_run_record
-
     write_run_record(str(tmp_path), {"best": {"metric": "f1", "value": 90.0, "step": 50}})
     (tmp_path / "best").mkdir()
     (tmp_path / "best" / "config.json").write_text("{}")
     trainer = make_trainer()
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
-    assert start_state(trainer, CheckpointHandler(str(tmp_path), trainer.trackables(),
-                                                  Distributed()),
+    assert start_state(trainer, CheckpointStore(str(tmp_path), trainer.trackables(),
+                                                Distributed()),
                        load_from="scratch", checkpoint_path=None,
                        record={"started_from": start}) == "new"
     assert "best" not in read_run_record(str(tmp_path)) and not (tmp_path / "best").exists()
+
+
+def test_discard_removes_the_run_and_nothing_else(batches, tmp_path):
+    # --overwrite_checkpoint_dir: a run's files go, what else the user keeps there stays.
+    trainer = make_trainer()
+    store = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed(),
+                            config=trainer.model.config)
+    write_run_record(str(tmp_path), {"step": 1})
+    for name in ("final", "best", "data/1x4x1/rank-0", "logs"):
+        (tmp_path / name).mkdir(parents=True)
+    (tmp_path / "notes.txt").write_text("mine")
+    store.save(1)
+    store.discard()
+    assert sorted(os.listdir(tmp_path)) == [".lock", "logs", "notes.txt"]
+    assert not store.has_checkpoints()
+    store.save(2)  # a fresh manager: no stale list of the removed checkpoints
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")

@@ -85,7 +85,8 @@ def keras_outputs(model, inputs, names):
 
 
 def trainer_checkpoint(model, directory):
-    """What training.CheckpointHandler writes: model=... among other trackables, config.json."""
+    """What the checkpoint store (CheckpointStore) writes: model=... among other trackables,
+    config.json."""
     step = tf.Variable(7, dtype=tf.int64)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step),
                                          str(directory), max_to_keep=2)

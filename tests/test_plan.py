@@ -1,16 +1,11 @@
-"""The memory plan and the automatic micro-batch (albert.plan), checked against real models."""
+"""The memory plan and the batch plan with its automatic micro-batch (albert.train.memory_plan,
+albert.train.batch_plan), checked against real models."""
 
 import pytest
 
 from albert.model.config import AlbertConfig
-from albert.train.plan import (
-    GIB,
-    PlanError,
-    activation_bytes,
-    largest_micro_batch,
-    memory_plan,
-    parameter_count,
-)
+from albert.train.batch_plan import PlanError, largest_micro_batch
+from albert.train.memory_plan import GIB, activation_bytes, memory_plan, parameter_count
 
 
 @pytest.mark.parametrize("overrides", [{}, {"num_hidden_groups": 2, "inner_group_num": 2},
@@ -135,7 +130,7 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     import subprocess
     import sys
 
-    from albert.train.plan import largest_fitting, plan_fits
+    from albert.train.memory_plan import largest_fitting, plan_fits
 
     proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "large",
                            "xxlarge", "--max_seq_length", "512", "--precision", "bf16",
@@ -173,7 +168,7 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
 
 
 def test_batch_plan_is_exact_or_refused():
-    from albert.train.plan import resolve_batch_plan
+    from albert.train.batch_plan import resolve_batch_plan
 
     # Derived accumulation: 256 = 32 x 4 x 2; a global batch that is not a multiple is refused,
     # never rounded down to fewer sequences per update than asked.

@@ -460,7 +460,7 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
     assert record["batch_plan"]["micro_batch"] == 8
     # A budget under which auto would now choose 2 x 4: between the plans of 2 x 4 and 8 x 1.
     from albert.model.config import AlbertConfig
-    from albert.train.plan import GIB, SAFETY_MARGIN, memory_plan
+    from albert.train.memory_plan import GIB, SAFETY_MARGIN, memory_plan
 
     config = AlbertConfig.from_preset("tiny", num_hidden_layers=1, vocab_size=2000)
     plan = lambda micro: memory_plan(config, 32, micro, accumulation=8 // micro,  # noqa: E731

@@ -436,7 +436,7 @@ def _auto_choice(log: str) -> tuple[int, int]:
 def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
         sample_records, sample_vocab, tmp_path):
     from albert.model.config import AlbertConfig
-    from albert.train.plan import GIB, memory_plan
+    from albert.train.memory_plan import GIB, memory_plan
 
     chosen = {}
     for mode in ("none", "layers"):
@@ -464,7 +464,7 @@ def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
 def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sample_vocab,
                                                               tmp_path):
     from albert.model.config import AlbertConfig
-    from albert.train.plan import GIB, SAFETY_MARGIN, memory_plan
+    from albert.train.memory_plan import GIB, SAFETY_MARGIN, memory_plan
 
     config = AlbertConfig.from_preset("tiny", vocab_size=2000)
 
@@ -581,7 +581,7 @@ def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_i
     # Issue 24 item 9: the second run's start-up would remove the first one's saves in flight.
     ckpt = tmp_path / "ckpt"
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from albert.train.checkpoints import "
+        [sys.executable, "-c", "import sys, time; from albert.train.run_dir import "
          "lock_run_directory; lock_run_directory(sys.argv[1]); print('held', flush=True); "
          "time.sleep(300)", str(ckpt)], stdout=subprocess.PIPE, text=True)
     try:

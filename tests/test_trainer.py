@@ -198,20 +198,20 @@ def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batche
 
 @pytest.mark.slow
 def test_dropout_resume_needs_no_rng_state(batches, tmp_path):
-    from albert.train.checkpoints import CheckpointHandler
+    from albert.train.checkpoint_store import CheckpointStore
     from albert.train.distributed import Distributed
 
     straight = make_trainer(config_overrides=DROPOUT)
     for b in batches[:4]:
         straight.train_step(b)
     first = make_trainer(config_overrides=DROPOUT)
-    handler = CheckpointHandler(str(tmp_path), first.trackables(), Distributed())
+    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
     for b in batches[:2]:
         first.train_step(b)
     handler.save(2)
     assert not any("rng" in name for name, _ in tf.train.list_variables(str(tmp_path / "ckpt-2")))
     resumed = make_trainer(config_overrides=DROPOUT)
-    CheckpointHandler(str(tmp_path), resumed.trackables(), Distributed()).restore_latest()
+    CheckpointStore(str(tmp_path), resumed.trackables(), Distributed()).restore_latest()
     for b in batches[2:4]:
         resumed.train_step(b)
     assert _max_diff(_weights(resumed), _weights(straight)) < 1e-6
@@ -300,8 +300,8 @@ def test_auto_micro_batch_trials_bisect_and_keep_a_margin():
     # The GPU path of --per_gpu_batch_size auto, with the out-of-memory error a GPU would raise
     # for more than 6 sequences.
     from albert.tasks.losses import pretraining_loss
+    from albert.train.batch_plan import largest_micro_batch
     from albert.train.memory import micro_batch_trial, synthetic_batch
-    from albert.train.plan import largest_micro_batch
 
     trainer = make_trainer()
     tried = []

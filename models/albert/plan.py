@@ -3,7 +3,7 @@ preset, sequence length, precision and memory size (the README's "what fits wher
 
     python -m albert.plan --memory_budget_gb 16 32 80 141 --max_seq_length 128 512
 
-The plans themselves are `albert.train.plan`'s.
+The arithmetic is `albert.train.memory_plan`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 from albert.cli import flags
 from albert.model.config import PRESETS
-from albert.train.plan import COMPUTE_BYTES, fits_table
+from albert.train.memory_plan import COMPUTE_BYTES, fits_table
 
 
 def _bad_values(args) -> list[str]:

@@ -5,7 +5,7 @@ Three layouts are read, told apart by their files:
   pytorch_model.bin;
 - a Google ALBERT release (io.google_tf1): albert_config.json with a TF1 checkpoint;
 - a trainer checkpoint: a tf.train.Checkpoint prefix (or a directory of them) with the model
-  under `model/` and config.json beside it, as albert.train.checkpoints writes them.
+  under `model/` and config.json beside it, as albert.train.checkpoint_store writes them.
 
 `load_pretrained` reads the first two (what `from_pretrained` takes); `load_model` all three,
 and insists on every weight of the class asked for. `save_pretrained` writes the first, atomically

@@ -29,7 +29,7 @@ class Task:
     (`unit`)."""
 
     name = "task"          # the run spec's task: pretraining | squad | classification | regression
-    head = "pretraining"   # the memory plan's head (albert.plan): pretraining | squad | classifier
+    head = "pretraining"   # train.memory_plan's head: pretraining | squad | classifier
     unit = "examples"      # what one training example is called in the log
     export_task = None     # albert.export's --task of its SavedModel (None: no SavedModel)
     card = True            # final/ and exports carry the task card (albert.train.run_spec)

@@ -123,7 +123,7 @@ class ClassifierTask(Task):
         are refused (in another order they would swap its answers)."""
         from albert.io.pretrained import load_model
         from albert.model.modeling import AlbertForSequenceClassification
-        from albert.train.checkpoints import read_run_record
+        from albert.train.run_dir import read_run_record
 
         spec = self.spec
         path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir

@@ -147,15 +147,11 @@ def train(task, model, dist, metrics):
 
     from albert.model.recompute import set_recompute
     from albert.train import distributed
-    from albert.train.checkpoints import (
-        CheckpointHandler,
-        mark_finished,
-        read_run_record,
-        start_state,
-    )
+    from albert.train.checkpoint_store import CheckpointStore
     from albert.train.loop import fit
     from albert.train.memory import choose_auto_batch, memory_plan_of
     from albert.train.optimization import make_optimizer
+    from albert.train.run_dir import mark_finished, read_run_record, start_state
     from albert.train.run_spec import environment, identity
     from albert.train.trainer import Trainer
 
@@ -191,8 +187,8 @@ def train(task, model, dist, metrics):
                       precision=spec.execution.precision, xla=xla,
                       max_grad_norm=o.max_grad_norm,
                       fp16_allreduce=spec.execution.fp16_allreduce, seed=spec.execution.seed)
-    checkpoints = CheckpointHandler(out.checkpoint_dir, trainer.trackables(), dist,
-                                    keep=out.keep_checkpoints, config=model.config)
+    checkpoints = CheckpointStore(out.checkpoint_dir, trainer.trackables(), dist,
+                                  keep=out.keep_checkpoints, config=model.config)
     labels = task.labels()
     record = identity(spec, config=model.config, global_batch=plan.global_batch,
                       total_steps=total_steps, data=task.data_files(), labels=labels)
@@ -232,8 +228,8 @@ def train(task, model, dist, metrics):
                   "--checkpoint_dir or --overwrite_checkpoint_dir to train again.", flush=True)
         return "finished", step, xla, evaluations
 
-    batches = checkpoints.open_input(lambda skip: task.training_data(plan, skip, dist), plan,
-                                     int(trainer.iterations) if how == "resumed" else 0, step)
+    batches = checkpoints.positions.open(lambda skip: task.training_data(plan, skip, dist), plan,
+                                         int(trainer.iterations) if how == "resumed" else 0, step)
     periodic = []
     for evaluation in evaluations:
         if evaluation.frequency:
@@ -309,7 +305,7 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its
     run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
     its task card). Returns whether it did (rank 0)."""
-    from albert.train.checkpoints import read_run_record, write_run_record
+    from albert.train.run_dir import read_run_record, write_run_record
     from albert.train.run_spec import TASK_FILE, read_task_card
 
     metric = spec.outputs.keep_best

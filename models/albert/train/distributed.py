@@ -113,12 +113,10 @@ def on_chief(dist: Distributed, fn):
     return shared[0]
 
 
-def init(use_horovod: str = "auto") -> Distributed:
-    """auto: Horovod when started by horovodrun/mpirun, else a single process."""
-    if use_horovod not in ("auto", "yes", "no"):
-        raise ValueError(f"use_horovod must be auto, yes or no, got {use_horovod!r}")
-    want = use_horovod == "yes" or (use_horovod == "auto" and launched_by_horovod())
-    if not want:
+def init() -> Distributed:
+    """Horovod when started by horovodrun/mpirun, else a single process: the launcher decides,
+    so the same command runs on one GPU or many without a flag to keep in step with it."""
+    if not launched_by_horovod():
         dist = Distributed()
     else:
         try:

@@ -1,10 +1,10 @@
 """A run's memory: the memory plan of its flags, --per_gpu_batch_size auto, and what --plan_only
 prints.
 
-The plan itself (what each part of a rank's memory comes to) is albert.plan's arithmetic; this
-module applies it to a runner's flags, decides the micro-batch for --per_gpu_batch_size auto (from
-the plan against a budget, or on a GPU by trying real compiled steps until one runs out of memory),
-and hands rank 0's choice to every rank.
+The plan itself (what each part of a rank's memory comes to) is albert.train.memory_plan's
+arithmetic; this module applies it to a runner's flags, decides the micro-batch for
+--per_gpu_batch_size auto (from the plan against a budget, or on a GPU by trying real compiled
+steps until one runs out of memory), and hands rank 0's choice to every rank.
 """
 
 from __future__ import annotations
@@ -16,15 +16,8 @@ import os
 
 from albert.errors import FlagError
 from albert.model.config import AlbertConfig
-from albert.train.plan import (
-    GIB,
-    SAFETY_MARGIN,
-    BatchPlan,
-    PlanError,
-    largest_micro_batch,
-    memory_plan,
-    plan_fits,
-)
+from albert.train.batch_plan import BatchPlan, PlanError, largest_micro_batch
+from albert.train.memory_plan import GIB, SAFETY_MARGIN, memory_plan, plan_fits
 from albert.train.run_spec import Batching, RunSpec, check_fits, model_config
 
 logger = logging.getLogger("albert.train.memory")
@@ -59,7 +52,7 @@ def config_for_plan(spec: RunSpec) -> tuple[AlbertConfig, str | None]:
 
 def memory_plan_of(spec: RunSpec, config: AlbertConfig, plan: BatchPlan, *, head: str,
                    num_labels: int = 2, device: str = "gpu"):
-    """plan.MemoryPlan of one rank for this run and batch plan."""
+    """memory_plan.MemoryPlan of one rank for this run and batch plan."""
     return memory_plan(config, spec.features["max_seq_length"], plan.micro_batch,
                        precision=spec.execution.precision, recompute=spec.batching.recompute,
                        ranks=plan.ranks, accumulation=plan.accumulation,
@@ -292,7 +285,7 @@ def _out_of_memory(error: Exception) -> bool:
 
 
 def micro_batch_trial(model, loss_fn, make_batch, jit: bool, reserve_bytes: int = 0):
-    """fits(m) for plan.largest_micro_batch, by trying: a forward + backward pass of
+    """fits(m) for batch_plan.largest_micro_batch, by trying: a forward + backward pass of
     ceil(m x (1 + SAFETY_MARGIN)) sequences (make_batch(n) -> a batch of n), compiled as the
     trainer compiles its gradient, while `reserve_bytes` more are held on the device (what the run
     holds beside it and has not created yet: optimizer slots, the accumulated gradients, the

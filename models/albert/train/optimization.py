@@ -75,7 +75,7 @@ class LayerwiseAdam(tf.Module):
 
     def moments_only(self) -> tf.Module:
         """A view holding m and v alone, in this optimizer's checkpoint layout: what checkpoints
-        written before the update count existed hold (see albert.train.checkpoints)."""
+        written before the update count existed hold (see albert.train.checkpoint_store)."""
         view = tf.Module()
         view.m, view.v = self.m, self.v
         return view

@@ -114,7 +114,7 @@ class Optimization:
 
 @dataclass(frozen=True)
 class Batching:
-    """How the global batch is asked for (albert.plan resolves it for a rank count), and what
+    """How the global batch is asked for (train.batch_plan resolves it for a rank count), and what
     decides the memory (recompute, the budget for a micro-batch of "auto")."""
     per_gpu_batch_size: int | str | None = None
     global_batch_size: int | None = None
@@ -129,7 +129,7 @@ class Batching:
 
     def plan(self, ranks: int):
         """The BatchPlan for `ranks` processes (FlagError naming the flags that disagree)."""
-        from albert.train.plan import PlanError, resolve_batch_plan
+        from albert.train.batch_plan import PlanError, resolve_batch_plan
 
         if self.auto:
             raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.train.memory) "

@@ -1,0 +1,194 @@
+"""The run directory (--checkpoint_dir): its lock, its record, and where a run in it starts.
+
+Besides the checkpoint store's files (albert.train.checkpoint_store) and the input positions
+(albert.train.input_positions), the directory holds:
+  .lock      held by the run working in it, so a second run on it is refused
+  run.json   the run record: what the run was started from, its XLA and batch plans, its spec,
+             its step and whether it finished
+start_state is the start/resume policy: it reads the record and the store, and resumes, initialises
+from elsewhere, starts anew, or refuses a command that describes another run.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+import shutil
+import time
+
+from albert.errors import CheckpointError
+from albert.train.distributed import on_chief
+
+logger = logging.getLogger("albert.train.run_dir")
+
+RUN_RECORD = "run.json"
+LOCK_FILE = ".lock"
+_held_locks: dict[str, int] = {}  # realpath -> fd: this process's run-directory locks
+
+
+def read_run_record(directory: str) -> dict | None:
+    """The record of the run in `directory`; None when there is none yet. A garbled one is an
+    error, not "no run": starting over would silently forget what the directory holds."""
+    path = os.path.join(directory, RUN_RECORD)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path} is unreadable ({e}); use a new --checkpoint_dir or "
+                              "--overwrite_checkpoint_dir") from None
+
+
+def write_run_record(directory: str, record: dict) -> None:
+    """Replace the record in one rename, so a crash leaves the old record or the new, never half
+    of one."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, RUN_RECORD)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def mark_finished(directory: str, step: int, dist) -> None:
+    """Record that the run reached its last step, so the same command again reports it done."""
+    if not dist.is_chief:
+        return
+    record = read_run_record(directory) or {}
+    record.update(finished=True, step=step)
+    write_run_record(directory, record)
+
+
+def lock_run_directory(directory: str) -> None:
+    """Hold an exclusive lock on a run directory for the rest of this process, so a second run
+    on it (whose start-up would remove the first one's saves in flight) is refused.
+
+    flock is released by the kernel when the holder exits, however it exits: a lock left by a
+    crash is never stale. The file records the holder's pid and host for the message. A
+    filesystem without flock (some network mounts) gets a warning and no lock.
+    """
+    import fcntl
+    import socket
+
+    os.makedirs(directory, exist_ok=True)
+    key = os.path.realpath(directory)
+    if key in _held_locks:
+        return
+    path = os.path.join(directory, LOCK_FILE)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip() or "another process"
+        os.close(fd)
+        raise CheckpointError(f"--checkpoint_dir {directory} is in use by another run ({holder}); "
+                              "wait for it to end, or use another --checkpoint_dir") from None
+    except OSError as e:
+        os.close(fd)
+        logger.warning("cannot lock %s (%s): nothing stops a second run on this directory",
+                       directory, e.strerror)
+        return
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on host {socket.gethostname()}, since "
+                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+    _held_locks[key] = fd
+
+
+def remove_interrupted_saves(directory: str) -> None:
+    """Remove the `*_temp*` files and directories TensorFlow leaves when a save is interrupted:
+    the completed saves never refer to them, and a later save of the same number would trip over
+    them. Only safe while this process holds the directory's lock."""
+    for path in glob.glob(os.path.join(directory, "*_temp*")):
+        logger.info("removing %s, left by an interrupted save", path)
+        shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+
+
+def describe_start(started_from: dict) -> str:
+    """A run's start as a refusal message names it: "checkpoint /x (with its optimizer state)"."""
+    where = started_from.get("load_from", "?")
+    if started_from.get("checkpoint_path"):
+        where += f" {started_from['checkpoint_path']}"
+    if started_from.get("load_optimizer_state"):
+        where += " (with its optimizer state)"
+    return where
+
+
+def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
+                load_optimizer_state: bool = False, overwrite: bool = False,
+                record: dict | None = None) -> str:
+    """Where a run starts, then rank 0's state to every rank before the first update.
+
+    store: the run's albert.train.checkpoint_store.CheckpointStore. Returns "resumed" (this
+    --checkpoint_dir's own latest checkpoint), "initialised" (weights, and with
+    load_optimizer_state the optimizer moments, of --checkpoint_path) or "new" (the model as
+    built: scratch or a pretrained directory), the same on every rank.
+
+    The directory's run record says what its run was started from. The same start resumes; a
+    different one is refused (say --overwrite_checkpoint_dir to discard the old run, or use a new
+    --checkpoint_dir), so one experiment never silently continues another. `record` holds the
+    fields this run writes into the record (its start under "started_from", plans, ...).
+    """
+    record = dict(record or {})
+    started_from = record.get("started_from", {"load_from": load_from,
+                                               "checkpoint_path": checkpoint_path})
+
+    def decide() -> tuple:
+        how = "new"
+        directory = store.directory
+        previous = read_run_record(directory)
+        if overwrite and (previous or store.has_checkpoints()):
+            logger.warning("--overwrite_checkpoint_dir: discarding the run in %s", directory)
+            store.discard()
+            previous = None
+        if store.has_checkpoints() and previous is not None:
+            before = previous.get("started_from")
+            if before != started_from:
+                raise CheckpointError(
+                    f"--checkpoint_dir {directory} holds a run started from "
+                    f"{describe_start(before or {})}; this command starts from "
+                    f"{describe_start(started_from)}. Use a new --checkpoint_dir, or add "
+                    f"--overwrite_checkpoint_dir to discard that run")
+        elif store.has_checkpoints():
+            logger.warning("%s has checkpoints but no run record (%s): resuming them as this "
+                           "command's run", directory, RUN_RECORD)
+        resumed = store.restore_latest()
+        if resumed:
+            if "spec" in record:
+                from albert.train.run_spec import check_resume
+
+                record["spec"] = check_resume(previous, record["spec"], directory,
+                                              int(trainer.step))
+            logger.info("resuming from %s", resumed)
+            how = "resumed"
+        elif load_from == "checkpoint":
+            if not checkpoint_path:
+                raise CheckpointError(f"--load_from checkpoint: no checkpoint in --checkpoint_dir "
+                                      f"{directory} and no --checkpoint_path given")
+            store.restore(checkpoint_path, partial="weights+optimizer"
+                          if load_optimizer_state else "weights")
+            logger.info("initialised from %s%s", checkpoint_path,
+                        " (weights and optimizer moments)" if load_optimizer_state else "")
+            how = "initialised"
+        merged = {**(previous or {}), **record, "started_from": started_from}
+        if how != "resumed":
+            # A best evaluation of an attempt that left no checkpoint is not this run's.
+            merged.pop("best", None)
+            shutil.rmtree(os.path.join(directory, "best"), ignore_errors=True)
+        if how == "resumed" and (previous or {}).get("finished") \
+                and int(trainer.step) >= (record.get("total_steps") or 0):
+            merged["finished"] = True  # the same command again: still finished
+        if previous and "xla" in previous:
+            merged["xla"] = previous["xla"]  # the plan the run started with stays its plan
+        write_run_record(directory, merged)
+        return how, (record.get("spec") or {}).get("bias_correction")
+
+    # Decided on rank 0; a refusal there stops every rank with its message.
+    how, bias_correction = on_chief(trainer.dist, decide)
+    if bias_correction is not None and hasattr(trainer.optimizer, "bias_correction"):
+        # Before the update is traced, on every rank: the form the run goes on with (a run
+        # recorded before bias correction existed continues uncorrected).
+        trainer.optimizer.bias_correction = bias_correction
+    trainer.broadcast_state()
+    return how

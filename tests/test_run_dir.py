@@ -1,0 +1,103 @@
+"""The run directory (albert.train.run_dir): its lock, its record, its leftovers, and the start
+policy's refusals that need no trained checkpoint."""
+
+import fcntl
+import json
+import os
+
+import pytest
+from conftest import make_trainer
+
+from albert.errors import CheckpointError
+from albert.train.checkpoint_store import CheckpointStore
+from albert.train.distributed import Distributed
+from albert.train.run_dir import (
+    LOCK_FILE,
+    describe_start,
+    lock_run_directory,
+    mark_finished,
+    read_run_record,
+    remove_interrupted_saves,
+    start_state,
+    write_run_record,
+)
+
+
+def test_a_directory_locked_elsewhere_is_refused_naming_the_holder(tmp_path):
+    # Another open file description conflicts with flock as another process would.
+    holder = os.open(tmp_path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    os.write(holder, b"pid 4242 on host elsewhere, since 2024-01-01 00:00:00\n")
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        with pytest.raises(CheckpointError, match=r"--checkpoint_dir .* is in use by another run "
+                                                  r"\(pid 4242 on host elsewhere"):
+            lock_run_directory(str(tmp_path))
+    finally:
+        os.close(holder)  # as the holder's exit: its lock goes with it
+    lock_run_directory(str(tmp_path))
+    assert (tmp_path / LOCK_FILE).read_text().startswith(f"pid {os.getpid()} on host ")
+    lock_run_directory(str(tmp_path))  # this process holds it already: no refusal of itself
+
+
+def test_the_record_round_trips_and_a_garbled_one_is_an_error_not_a_new_run(tmp_path):
+    assert read_run_record(str(tmp_path)) is None
+    write_run_record(str(tmp_path / "run"), {"step": 3, "started_from": {"load_from": "scratch"}})
+    assert read_run_record(str(tmp_path / "run")) == {"step": 3,
+                                                      "started_from": {"load_from": "scratch"}}
+    assert os.listdir(tmp_path / "run") == ["run.json"]  # no temporary left beside it
+    (tmp_path / "run" / "run.json").write_text('{"step": 3,')
+    with pytest.raises(CheckpointError, match="run.json is unreadable .* new --checkpoint_dir"):
+        read_run_record(str(tmp_path / "run"))
+
+
+def test_mark_finished_keeps_the_record_and_only_rank_0_writes(tmp_path):
+    class Rank1(Distributed):
+        rank = 1
+
+    write_run_record(str(tmp_path), {"xla": {"gradient": True}, "finished": False})
+    mark_finished(str(tmp_path), 9, Rank1())
+    assert read_run_record(str(tmp_path))["finished"] is False
+    mark_finished(str(tmp_path), 9, Distributed())
+    assert json.loads((tmp_path / "run.json").read_text()) == {
+        "xla": {"gradient": True}, "finished": True, "step": 9}
+
+
+def test_interrupted_saves_are_removed_and_completed_ones_kept(tmp_path):
+    (tmp_path / "ckpt-4_temp").mkdir()
+    (tmp_path / "ckpt-4_temp" / "part-0").write_bytes(b"x")
+    (tmp_path / "ckpt-5.index_temp").write_bytes(b"x")
+    (tmp_path / "ckpt-3.index").write_bytes(b"x")
+    remove_interrupted_saves(str(tmp_path))
+    assert os.listdir(tmp_path) == ["ckpt-3.index"]
+
+
+def test_describe_start_names_what_a_refusal_compares():
+    assert describe_start({"load_from": "scratch", "checkpoint_path": None}) == "scratch"
+    assert describe_start({"load_from": "checkpoint", "checkpoint_path": "/runs/p1",
+                           "load_optimizer_state": True}) == \
+        "checkpoint /runs/p1 (with its optimizer state)"
+    assert describe_start({}) == "?"
+
+
+def test_load_from_checkpoint_with_nothing_to_load_is_refused(tmp_path):
+    trainer = make_trainer()
+    store = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
+    with pytest.raises(CheckpointError, match="--load_from checkpoint: no checkpoint in "
+                                              "--checkpoint_dir .* and no --checkpoint_path"):
+        start_state(trainer, store, load_from="checkpoint", checkpoint_path=None)
+    assert read_run_record(str(tmp_path)) is None  # a refused start records nothing
+
+
+def test_checkpoints_without_a_record_resume_as_this_commands_run(batches, tmp_path, caplog):
+    first = make_trainer()
+    store = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
+    first.train_step(batches[0])
+    store.save(1)
+    start = {"load_from": "scratch", "checkpoint_path": None}
+    again = make_trainer()
+    with caplog.at_level("WARNING"):
+        assert start_state(again, CheckpointStore(str(tmp_path), again.trackables(),
+                                                  Distributed()),
+                           load_from="scratch", checkpoint_path=None) == "resumed"
+    assert "has checkpoints but no run record" in caplog.text and int(again.step) == 1
+    assert read_run_record(str(tmp_path))["started_from"] == start
