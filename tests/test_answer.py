@@ -358,7 +358,8 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
 
     from albert.answer import apply_task_card
     from albert.cli.flags import FlagError
-    from albert.train.run_spec import file_sha256, write_task_card
+    from albert.io.task_card import write_task_card
+    from albert.train.run_spec import file_sha256
 
     model = tmp_path / "model"
     model.mkdir()

@@ -282,7 +282,7 @@ def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_p
                                          "it with python -m albert.answer)"),
     }[case]
     if case == "squad_model":
-        from albert.train.run_spec import write_task_card
+        from albert.io.task_card import write_task_card
 
         (tmp_path / "qa").mkdir()
         write_task_card(str(tmp_path / "qa"), {"task": "squad", "features": {}})

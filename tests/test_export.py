@@ -412,7 +412,7 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     from albert import AlbertForSequenceClassification
     from albert.export import main as export_main
     from albert.io.savedmodel import export_saved_model
-    from albert.train.run_spec import write_task_card
+    from albert.io.task_card import write_task_card
 
     regression = AlbertForSequenceClassification(tiny(), 1).build_for_config()
     out = export_saved_model(regression, str(tmp_path / "serving" / "1"), "classification")

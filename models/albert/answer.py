@@ -40,11 +40,11 @@ from albert.cli.flags import (
     run_main,
 )
 from albert.cli.serving import check_output_file, write_jsonl
+from albert.model import MODEL_INPUTS
 from albert.tasks.squad import VERSIONS
 
 logger = logging.getLogger("albert.answer")
 
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 WINDOW_DEFAULTS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 
 
@@ -261,7 +261,7 @@ def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
         for indices, length in plan:
             arrays = {name: np.array([getattr(features[i], name)[:length] for i in indices],
                                      np.int32)
-                      for name in INPUT_NAMES}
+                      for name in MODEL_INPUTS}
             start, end = logits_fn(**arrays)
             results.update(squad.real_logits(indices, arrays["attention_mask"], start, end))
             bar.update(len(indices))

@@ -32,10 +32,10 @@ import sys
 
 from albert.cli.flags import FlagError, HelpFormatter, add_alias, run_main
 from albert.cli.resolve import column_flag
+from albert.model import MODEL_INPUTS
 
 logger = logging.getLogger("albert.classify")
 
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # A model without a task card (from elsewhere, or older) is windowed as run_classifier's defaults.
 FEATURE_DEFAULTS = {"max_seq_length": 128}
 PAD_TO_MULTIPLE_OF = 8  # run_classifier's --pad_to_multiple_of default: the same batch shapes
@@ -325,7 +325,7 @@ def classify_all(examples, logits_fn, tokenizer, args):
             longest = max(len(f.input_ids) for f in batch)
             length = min(-(-longest // PAD_TO_MULTIPLE_OF) * PAD_TO_MULTIPLE_OF,
                          args.max_seq_length)
-            arrays = {name: np.zeros([len(batch), length], np.int32) for name in INPUT_NAMES}
+            arrays = {name: np.zeros([len(batch), length], np.int32) for name in MODEL_INPUTS}
             for i, f in enumerate(batch):
                 n = len(f.input_ids)
                 arrays["input_ids"][i, :n] = f.input_ids

@@ -140,7 +140,8 @@ def settle_features(args, defaults: dict) -> None:
     """Feature flags left out (None): a training run takes `defaults`; an evaluation-only run
     the settings its model was fine-tuned with (the task card of --checkpoint_path), and a flag
     that differs from them is refused (other windows than training's give other answers)."""
-    from albert.train.run_spec import read_task_card, settle
+    from albert.io.task_card import read_task_card
+    from albert.train.run_spec import settle
 
     card, where = None, "the model"
     if not args.train_file and args.load_from != "scratch":

@@ -15,12 +15,13 @@ import shlex
 import sys
 
 from albert.cli.flags import FlagError
+from albert.io.task_card import read_task_card
 from albert.train import run_spec
-from albert.train.run_spec import file_sha256, read_task_card
+from albert.train.run_spec import file_sha256
 
 
 def read_card(path: str) -> dict | None:
-    """The model's task card (run_spec.read_task_card), a damaged one as a flag error."""
+    """The model's task card (io.task_card.read_task_card), a damaged one as a flag error."""
     try:
         return read_task_card(path)
     except ValueError as e:

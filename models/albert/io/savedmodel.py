@@ -17,6 +17,7 @@ import shutil
 
 from albert.errors import CheckpointError, FlagError
 from albert.fs import new_directory, staged_directory
+from albert.model import MODEL_INPUTS
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,6 @@ TASKS = {
 # The export task that serves a fine-tuning run's task (its card's "task").
 CARD_TASKS = {"squad": "qa", "classification": "classification",
               "regression": "classification", "pretraining": "pretraining"}
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def model_class(task: str):
@@ -192,7 +192,7 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
 
     @tf.function(input_signature=[spec, spec, spec])
     def serve(input_ids, attention_mask, token_type_ids):
-        out = model(dict(zip(INPUT_NAMES, (input_ids, attention_mask, token_type_ids),
+        out = model(dict(zip(MODEL_INPUTS, (input_ids, attention_mask, token_type_ids),
                              strict=True)), training=False)
         return {name: tf.cast(out[name], tf.float32) for name in outputs}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+from albert.model import MODEL_INPUTS
 
 
 @dataclass

@@ -12,7 +12,8 @@ import math
 import os
 
 from albert.errors import FlagError
-from albert.tasks import MODEL_INPUTS, Evaluation, Task, cached_features, inference_fn
+from albert.model import MODEL_INPUTS
+from albert.tasks import Evaluation, Task, cached_features, inference_fn
 
 logger = logging.getLogger("albert.classifier")
 

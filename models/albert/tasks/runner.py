@@ -266,7 +266,7 @@ def _periodic(evaluation, trainer, total_steps, xla, spec, model, dist):
 def save_final(task, model, record: dict) -> str:
     """<checkpoint_dir>/final: the trained model in Hugging Face format with its vocabulary and
     (fine-tuned) its task card: the windows and labels it was tuned with (rank 0)."""
-    from albert.train.run_spec import TASK_FILE, task_card
+    from albert.io.task_card import TASK_FILE, task_card
 
     spec = task.spec
     path = os.path.join(spec.outputs.checkpoint_dir, "final")
@@ -305,8 +305,8 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its
     run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
     its task card). Returns whether it did (rank 0)."""
+    from albert.io.task_card import TASK_FILE, read_task_card
     from albert.train.run_dir import read_run_record, write_run_record
-    from albert.train.run_spec import TASK_FILE, read_task_card
 
     metric = spec.outputs.keep_best
     if not metric or not dist.is_chief or not scores:

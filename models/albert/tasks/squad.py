@@ -8,7 +8,8 @@ import json
 import logging
 import os
 
-from albert.tasks import MODEL_INPUTS, Evaluation, Task, cached_features, inference_fn
+from albert.model import MODEL_INPUTS
+from albert.tasks import Evaluation, Task, cached_features, inference_fn
 
 logger = logging.getLogger("albert.squad")
 
