@@ -1,54 +1,20 @@
 """python -m albert.check_records as a user runs it: good shards, damaged shards, wrong shapes."""
 
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
-from conftest import PREDS, SEQ
-from test_reader import damage, write_records
+from helpers import (
+    PREDS,
+    SEQ,
+    as_a_user_runs,
+    bad_lines,
+    check_records,
+    damage,
+    start_up_noise,
+    write_records,
+)
 
 pytestmark = pytest.mark.e2e
-
-START_UP_NOISE = ("absl::InitializeLog", "oneDNN custom operations")
-
-
-def as_a_user_runs(module, *argv, **kwargs):
-    """`python -m albert.<module> argv` in the environment a user has: without the log
-    variables the tests set (conftest)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TF_CPP_MIN_LOG_LEVEL", "TRANSFORMERS_VERBOSITY")}
-    return subprocess.run([sys.executable, "-m", f"albert.{module}", *map(str, argv)],
-                          capture_output=True, text=True, timeout=300, env=env, **kwargs)
-
-
-def start_up_noise(stderr):
-    """TensorFlow's and absl's start-up lines in `stderr`."""
-    return [line for line in stderr.splitlines() if any(n in line for n in START_UP_NOISE)]
-
-
-def last_reading_bar(stderr, path):
-    """The last state of a tool's "reading:" progress bar over the input file `path`, checked to
-    have reached 100% of the file's size."""
-    from tqdm import tqdm
-
-    total = tqdm.format_sizeof(os.path.getsize(path), divisor=1024)
-    bars = [line for line in stderr.replace("\r", "\n").splitlines()
-            if line.startswith("reading: ")]
-    assert bars and bars[-1].startswith("reading: 100%"), stderr
-    assert f"| {total}/{total} [" in bars[-1], bars[-1]
-    return bars[-1]
-
-
-def check_records(*argv):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, "-m", "albert.check_records", *argv],
-                          capture_output=True, text=True, timeout=300, env=env)
-
-
-def bad_lines(stdout):
-    return [line for line in stdout.splitlines() if line.startswith("BAD ")]
 
 
 def test_check_records_names_exactly_the_damaged_shards(sample_records, tmp_path):

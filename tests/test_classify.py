@@ -209,7 +209,7 @@ def test_metric_regexes_match_run_classifier_log_lines(topic_run, regression_run
     reports a regex's last match); none of them matches the other task's line."""
     import importlib.util
 
-    from conftest import REPO_ROOT
+    from helpers import REPO_ROOT
 
     spec = importlib.util.spec_from_file_location(
         "launch_sagemaker", os.path.join(REPO_ROOT, "scripts", "launch_sagemaker.py"))

@@ -16,8 +16,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import PREDS, SEQ
-from test_check_records import as_a_user_runs, last_reading_bar, start_up_noise
+from helpers import PREDS, SEQ, as_a_user_runs, last_reading_bar, start_up_noise
 
 from albert import create_pretraining_data
 from albert.data import shuffle

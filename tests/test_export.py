@@ -353,7 +353,7 @@ def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample
                                                           tmp_path):
     """final/ (a run's Hugging Face export) and SavedModels were made 0700 (tempfile.mkdtemp,
     renamed into place) whatever the umask: unreadable to a model server or a teammate."""
-    from conftest import PREDS, SEQ
+    from helpers import PREDS, SEQ
 
     def cli(module, argv, umask):
         proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,

@@ -137,6 +137,7 @@ def test_the_data_generators_commit_goes_through_it(tmp_path, how):
     assert os.listdir(tmp_path) == ["data"]
 
 
+@pytest.mark.e2e
 def test_the_data_generator_still_imports_no_tensorflow_or_numpy():
     code = ("import sys, albert.fs, albert.data.output_dir; "
             "print(sorted(m for m in ('tensorflow', 'numpy') if m in sys.modules))")

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_check_records import bad_lines, check_records
-from test_run_pretraining import base_args, run_cli
+from helpers import bad_lines, base_args, check_records, run_cli
 
 
 def _cli(module, *argv, timeout=300, cwd=None):

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import run_in_process
+from helpers import run_in_process
 
 from albert.demo.classification_sample import write_task
 from albert.io.pretrained import save_pretrained

@@ -8,39 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import PREDS, SEQ, run_in_process
+from helpers import PREDS, SEQ, base_args, run_cli, run_in_process
 from safetensors.numpy import load_file
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
-
-
-def base_args(records, vocab, out, **overrides):
-    args = {
-        "--filesystem_prefix": str(records), "--train_dir": "train", "--model_size": "tiny",
-        "--spm_model": vocab, "--max_seq_length": str(SEQ),
-        "--max_predictions_per_seq": str(PREDS), "--per_gpu_batch_size": "8",
-        "--total_steps": "6", "--learning_rate": "0.005", "--log_frequency": "1",
-        "--checkpoint_dir": str(out / "ckpt"), "--log_dir": str(out / "logs"),
-        "--skip_xla": None, "--no_progress": None,
-    }
-    args.update(overrides)
-    argv = []
-    for k, v in args.items():
-        if v is False:
-            continue
-        argv.append(k)
-        if v is not None:
-            argv.extend(v if isinstance(v, list) else [v])
-    return argv
-
-
-def run_cli(argv, timeout=300, check=True):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.run([sys.executable, "-m", "albert.run_pretraining", *argv],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
 
 
 def read_jsonl(path):

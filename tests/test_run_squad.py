@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import run_in_process
+from helpers import run_in_process
 
 from albert.demo.squad_sample import write_sample
 from albert.io.pretrained import save_pretrained

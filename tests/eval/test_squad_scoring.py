@@ -230,7 +230,7 @@ def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds,
 def test_squad_eval_prints_no_start_up_lines(tmp_path):
     """Issue 27: squad_eval starts as every tool (flags.quiet_start): stderr holds nothing but
     what it says itself."""
-    from test_check_records import as_a_user_runs, start_up_noise
+    from helpers import as_a_user_runs, start_up_noise
 
     data = write_json(tmp_path / "d.json", v2_data())
     preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})

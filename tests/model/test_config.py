@@ -4,7 +4,7 @@ import re
 
 import pytest
 import transformers
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 from albert import PRESETS, AlbertConfig, AlbertModel
 
@@ -210,7 +210,7 @@ def test_item3_config_override_false_builds_a_post_layer_norm_model(sample_recor
                                                                      tmp_path):
     """`pre_layer_norm=false` was the string "false", truthy: a pre-LayerNorm model (its final
     LayerNorm exported) with "pre_layer_norm": "false" in config.json."""
-    from conftest import PREDS, SEQ
+    from helpers import PREDS, SEQ
     from safetensors.numpy import load_file
 
     ckpt = tmp_path / "ckpt"

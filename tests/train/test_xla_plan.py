@@ -103,7 +103,7 @@ def test_run_records_its_plan_and_resume_reuses_it(sample_records, sample_vocab,
     import subprocess
     import sys
 
-    from conftest import PREDS, SEQ
+    from helpers import PREDS, SEQ
 
     argv = [sys.executable, "-m", "albert.run_pretraining", "--filesystem_prefix",
             str(sample_records), "--train_dir", "train", "--model_size", "tiny", "--spm_model",

@@ -242,7 +242,7 @@ def test_benchmark_reports_padding_and_both_rates(sample_vocab):
     import importlib.util
     import os
 
-    from conftest import REPO_ROOT
+    from helpers import REPO_ROOT
 
     spec = importlib.util.spec_from_file_location(
         "benchmark", os.path.join(REPO_ROOT, "scripts", "benchmark.py"))

@@ -15,7 +15,7 @@ import tokenize
 import types
 
 import pytest
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 VENV_BIN = os.path.join(REPO_ROOT, ".venv", "bin")
 

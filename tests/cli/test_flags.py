@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import run_in_process
+from helpers import run_in_process
 
 RUNNERS = ("run_pretraining", "run_squad", "run_classifier")
 

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import make_trainer
+from helpers import make_trainer
 
 from albert.errors import CheckpointError
 from albert.train.checkpoint_store import CheckpointStore
@@ -146,7 +146,7 @@ def test_structural_mismatch_is_reported_not_skipped_as_unreadable(batches, tmp_
 
 
 def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_records, tmp_path):
-    from conftest import PREDS, SEQ
+    from helpers import PREDS, SEQ
 
     from albert.data.reader import pretraining_dataset
     from albert.train.batch_plan import BatchPlan

@@ -85,7 +85,7 @@ def test_train_tokenizer_shows_its_reading_and_no_start_up_lines(sample_corpus, 
     bytes, with its total and the documents found; --no_progress: none. No TensorFlow or absl
     start-up lines."""
 
-    from test_check_records import as_a_user_runs, last_reading_bar, start_up_noise
+    from helpers import as_a_user_runs, last_reading_bar, start_up_noise
 
     common = ["--input", sample_corpus, "--vocab_size", "300", "--max_sentences", "500",
               "--processes", "1", "--threads", "1"]

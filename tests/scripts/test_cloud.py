@@ -12,7 +12,7 @@ import boto3
 import botocore.session
 import pytest
 from botocore.validate import ParamValidator
-from conftest import PREDS, REPO_ROOT, SEQ
+from helpers import PREDS, REPO_ROOT, SEQ
 
 from albert.sagemaker_entry import normalize
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import make_trainer
+from helpers import make_trainer
 
 from albert.tasks.losses import pretraining_metrics
 

@@ -277,7 +277,7 @@ def test_compressed_inputs_read_like_plain_ones(sample_corpus, sample_vocab, tmp
 
 def test_corpus_text_tool_prints_no_start_up_lines(sample_corpus):
     """Issue 27: `python -m albert.corpus_text` starts as every tool (flags.quiet_start)."""
-    from test_check_records import as_a_user_runs, start_up_noise
+    from helpers import as_a_user_runs, start_up_noise
 
     proc = as_a_user_runs("corpus_text", "--input", sample_corpus, "--output", "-",
                           "--max_documents", "1")

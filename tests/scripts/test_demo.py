@@ -21,7 +21,7 @@ from albert.eval.squad_scoring import evaluate
 
 pytestmark = pytest.mark.e2e
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NUMBER = r"([-+]?\d+\.\d+)"
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 KEYS = {"seq_per_sec", "tokens_per_sec", "step_time_s", "flops_per_seq", "achieved_flops",
         "peak_flops", "mfu", "hf_seq_per_sec", "ratio_vs_hf", "reader_records_per_sec"}

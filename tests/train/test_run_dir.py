@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from conftest import make_trainer
+from helpers import make_trainer
 
 from albert.errors import CheckpointError
 from albert.train.checkpoint_store import CheckpointStore

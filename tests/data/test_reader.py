@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import PREDS, SEQ
+from helpers import PREDS, SEQ, damage, write_records
 
 from albert.data.reader import (
     DataError,
@@ -17,7 +17,6 @@ from albert.data.reader import (
     scan_file,
     shard_files,
 )
-from albert.data.tfrecord import TFRecordWriter
 
 
 def test_batches_have_model_names_and_shapes(sample_records):
@@ -78,22 +77,6 @@ def copy_shards(sample_records, tmp_path):
     return sorted(str(p) for p in out.iterdir())
 
 
-def write_records(path, n, seq, preds, gzip=False):
-    """n tiny pretraining records of the given shapes, through the generator's own writer."""
-    def ints(k):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * k))
-
-    example = tf.train.Example(features=tf.train.Features(feature={
-        "input_ids": ints(seq), "input_mask": ints(seq), "segment_ids": ints(seq),
-        "masked_lm_positions": ints(preds), "masked_lm_ids": ints(preds),
-        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * preds)),
-        "next_sentence_labels": ints(1),
-    })).SerializeToString()
-    with TFRecordWriter(str(path), gzip_compress=gzip) as writer:
-        for _ in range(n):
-            writer.write(example)
-
-
 def test_reader_skips_hidden_tmp_files(sample_records, tmp_path):
     """Item 4: a killed generator's `.part-*.tmp` files are never read, through a glob too."""
     files = copy_shards(sample_records, tmp_path)
@@ -143,15 +126,6 @@ def test_rank_with_only_empty_shards_is_one_error_for_all_ranks(sample_records, 
         check_ranks_have_records(counts, files, 2)
     check_ranks_have_records([count_nonempty_files(files)], files, 1)  # one rank: fine
     assert check_all_record_shapes(files, SEQ, PREDS) == [files[1], files[3]]
-
-
-def damage(files):
-    """Truncate files[1] mid-record and flip one byte inside a record of files[2]."""
-    data = open(files[1], "rb").read()
-    open(files[1], "wb").write(data[: len(data) // 2])
-    data = bytearray(open(files[2], "rb").read())
-    data[len(data) // 2] ^= 0x5A
-    open(files[2], "wb").write(bytes(data))
 
 
 def all_ids(patterns, prefix, **kw):
