@@ -20,7 +20,6 @@ from helpers import PREDS, SEQ, as_a_user_runs, last_reading_bar, start_up_noise
 
 from albert import create_pretraining_data
 from albert.data import shuffle
-from albert.data.progress import ReadPosition
 
 SPEC = {
     "input_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
@@ -552,17 +551,3 @@ def test_progress_shows_the_input_read_of_its_total(sample_corpus, sample_vocab,
     assert quiet.returncode == 0, quiet.stderr
     assert "reading" not in quiet.stderr and "%|" not in quiet.stderr
     assert _digests(tmp_path / "a" / "train") == _digests(tmp_path / "b" / "train")
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fdinfo"), reason="Linux's /proc tells")
-def test_read_position_is_the_offset_of_the_open_file(tmp_path):
-    path = tmp_path / "input.txt"
-    path.write_bytes(b"x" * 100_000)
-    assert ReadPosition(str(path))() is None  # not open in this process
-    with open(path, "rb", buffering=0) as f:
-        f.read(12_345)
-        position = ReadPosition(str(tmp_path / "." / "input.txt"))
-        assert position() == 12_345
-        f.read(20_000)
-        assert position() == 32_345
-    assert position() is None

@@ -168,3 +168,35 @@ def test_skip_corrupt_reads_good_records_with_counted_warning(sample_records, tm
     assert f"{files[2]} is corrupt at record {intact[files[2]]}" in message
     assert f"python -m albert.check_records 'train/*' --filesystem_prefix {tmp_path}" in message
     assert "--skip_corrupt_records" in message and files[0] not in message
+
+
+def test_item6_token_id_check_reads_past_the_first_record(tmp_path):
+    """A file whose first record fits and whose third does not is still refused."""
+    import tensorflow as tf
+
+    from albert.data.reader import DataError, check_token_ids
+    from albert.data.tfrecord import TFRecordWriter
+
+    def record(top):
+        ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
+        return tf.train.Example(features=tf.train.Features(feature={
+            "input_ids": ints([2, 7, top, 3]), "masked_lm_ids": ints([7, 0])})).SerializeToString()
+
+    path = tmp_path / "part-00000-of-00001.tfrecord"
+    with TFRecordWriter(str(path)) as writer:
+        for top in (9, 10, 500, 11):
+            writer.write(record(top))
+    check_token_ids([str(path)], 501)
+    with pytest.raises(DataError, match=r"1 of 1 TFRecord files .* 500 pieces .*record 2: "
+                                        r"input_ids holds token id 500"):
+        check_token_ids([str(path)], 500)
+
+
+def test_item6_token_id_check_leaves_a_damaged_shard_to_skip_corrupt_records(tmp_path):
+    # A shard damaged in its first records is --skip_corrupt_records' to read up to the damage
+    # (and the shape check's to report): the id check must not stop the run over it.
+    from albert.data.reader import check_token_ids
+
+    damaged = tmp_path / "part-00000.tfrecord"
+    damaged.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00garbage, not a record")
+    check_token_ids([str(damaged)], vocab_size=100)

@@ -365,7 +365,7 @@ def _vocab(dump, tmp_path):
 
 
 def _corpus_cli(*argv):
-    return subprocess.run([sys.executable, "-m", "albert.data.corpus", *map(str, argv)],
+    return subprocess.run([sys.executable, "-m", "albert.corpus_text", *map(str, argv)],
                           capture_output=True, text=True, timeout=300)
 
 
