@@ -1,18 +1,15 @@
 """The error family (albert.errors): every error class a user sees is an AlbertError, one
-CheckpointError, and flags.user_errors answers the family with one line and exit status 2 while a
-plain ValueError (a bug) keeps its traceback."""
+CheckpointError, no message naming a flag is a plain ValueError. How the tools answer the family
+(cli.flags.user_errors: one line and exit status 2, a plain ValueError keeps its traceback):
+tests/cli/test_flags.py, tests/test_squad_eval.py."""
 
 import ast
 import importlib
-import json
 import os
-
-import pytest
 
 import albert
 from albert import errors
-from albert.cli.flags import user_errors
-from albert.errors import AlbertError, CheckpointError, DataError, FlagError, OutputError
+from albert.errors import AlbertError, CheckpointError, DataError, OutputError
 
 PACKAGE = os.path.dirname(albert.__file__)
 
@@ -78,51 +75,3 @@ def test_one_checkpoint_error():
     assert albert.AlbertError is AlbertError
     assert {"AlbertError", "CheckpointError"} <= set(albert.__all__)
     assert reader.DataError is DataError
-
-
-@pytest.mark.parametrize("error", [
-    FlagError("--total_steps must be at least 1, got 0"),
-    CheckpointError("runs/x has no checkpoint"),
-    OutputError("cannot create --output_dir /x: Permission denied"),
-    FileNotFoundError(2, "No such file or directory", "data/train.json"),
-    IsADirectoryError(21, "Is a directory", "data"),
-])
-def test_user_errors_answers_the_family_with_one_line(error, capsys):
-    with pytest.raises(SystemExit) as exit_, user_errors():
-        raise error
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == f"error: {error}\n"
-
-
-def test_user_errors_lets_a_plain_value_error_through(capsys):
-    """A ValueError no check of ours raised is a bug: its traceback is kept, not turned into an
-    "error:" line that reads like the user's fault."""
-    with pytest.raises(ValueError, match="an internal invariant"), user_errors():
-        raise ValueError("an internal invariant")
-    with pytest.raises(KeyError), user_errors():
-        raise KeyError("x")
-    assert capsys.readouterr().err == ""
-
-
-def test_a_cli_without_run_main_answers_the_same_way(tmp_path, monkeypatch, capsys):
-    """squad_eval (not a runner): a file that is not SQuAD's is one line and status 2; a bug
-    inside the scoring surfaces as its ValueError."""
-    from albert import squad_eval
-
-    data, preds = tmp_path / "dev.json", tmp_path / "preds.json"
-    data.write_text("{}")
-    preds.write_text("{}")
-    with pytest.raises(SystemExit) as exit_:
-        squad_eval.main([str(data), str(preds)])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err == (f"error: {data} is not a SQuAD file (no top-level "
-                                       "'data' list)\n")
-
-    data.write_text(json.dumps({"version": "v2.0", "data": []}))
-
-    def broken(*args, **kwargs):
-        raise ValueError("a bug in the scoring")
-
-    monkeypatch.setattr(squad_eval, "evaluate", broken)
-    with pytest.raises(ValueError, match="a bug in the scoring"):
-        squad_eval.main([str(data), str(preds)])

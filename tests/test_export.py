@@ -144,20 +144,6 @@ def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
         np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
 
 
-def test_export_replaces_an_existing_version(tmp_path):
-    from albert.io.savedmodel import export_saved_model
-
-    out = tmp_path / "serving" / "1"
-    first = AlbertForQuestionAnswering(tiny(vocab_size=50)).build_for_config()
-    export_saved_model(first, str(out), "qa")
-    second = AlbertForQuestionAnswering(tiny(vocab_size=60)).build_for_config()
-    export_saved_model(second, str(out), "qa")
-    assert json.loads((out / "assets" / "config.json").read_text())["vocab_size"] == 60
-    assert sorted(os.listdir(tmp_path / "serving")) == ["1"]  # no temporary leftovers
-    with pytest.raises(ValueError, match="--head pretraining needs a model with a predictions"):
-        export_saved_model(second, str(tmp_path / "x"), "pretraining")
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("case, message", [
     ("missing", "--checkpoint_path {tmp}/nope does not exist"),
@@ -186,33 +172,6 @@ def test_export_errors(case, message, sample_vocab, tmp_path):
     assert message.format(tmp=tmp_path) in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
-
-
-def test_mixed_precision_model_is_exported_in_float32(tmp_path):
-    """run_squad --precision bf16 hands export_saved_model a bfloat16-compute model: the
-    SavedModel computes in float32 with the same weights."""
-    import keras
-
-    from albert.io.savedmodel import export_saved_model
-
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    mixed = AlbertForQuestionAnswering(tiny()).build_for_config()
-    keras.mixed_precision.set_global_policy("float32")
-    reference = AlbertForQuestionAnswering(tiny()).build_for_config()
-    for target, source in zip(reference.weights, mixed.weights, strict=True):
-        target.assign(source.numpy())
-    out = export_saved_model(mixed, str(tmp_path / "serving" / "1"), "qa")
-    serve = tf.saved_model.load(out).signatures["serving_default"]
-    inputs = batches(seed=2)
-    expected = keras_outputs(reference, inputs, ("start_logits", "end_logits"))
-    bf16 = keras_outputs(mixed, inputs, ("start_logits", "end_logits"))
-    assert max(np.abs(bf16[k] - expected[k]).max() for k in expected) > 1e-3  # bf16 differs
-    for case in ("a", "b"):
-        result = serve(**{name: tf.constant(inputs[f"{case}_{name}"])
-                          for name in ("input_ids", "attention_mask", "token_type_ids")})
-        for name in ("start_logits", "end_logits"):
-            np.testing.assert_allclose(result[name].numpy(), expected[f"{case}_{name}"],
-                                       atol=1e-5)
 
 
 # -- issue 24 ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The flags every runner shares (albert.cli.flags), as the three runners see them."""
+"""The flags every runner shares (albert.cli.flags), as the three runners see them; user_errors,
+the one answer every tool gives the error family."""
 
 import os
 import re
@@ -7,6 +8,9 @@ import sys
 
 import pytest
 from helpers import run_in_process
+
+from albert.cli.flags import user_errors
+from albert.errors import CheckpointError, FlagError, OutputError
 
 RUNNERS = ("run_pretraining", "run_squad", "run_classifier")
 
@@ -75,23 +79,6 @@ def test_evaluation_only_from_pretrained_needs_a_path_in_both_fine_tuners(runner
                           timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "--load_from pretrained needs --checkpoint_path" in proc.stderr
-
-
-def test_fine_tuners_read_relative_files_under_the_filesystem_prefix(tmp_path):
-    # The SageMaker launcher sets --filesystem_prefix to the FSx channel and passes data files
-    # relative to it (as run_pretraining's --train_dir).
-    from albert import run_classifier, run_squad
-
-    squad = run_squad.parse_args(["--filesystem_prefix", "/fsx", "--train_file",
-                                  "squad/train.json", "--predict_file", "/abs/dev.json"])
-    assert (squad.train_file, squad.predict_file) == ("/fsx/squad/train.json", "/abs/dev.json")
-    glue = run_classifier.parse_args(["--filesystem_prefix", "/fsx", "--train_file", "sst2/t.tsv",
-                                      "--eval_file", "sst2/d.tsv", "--output_dir",
-                                      str(tmp_path / "out")])
-    assert (glue.train_file, glue.eval_file) == ("/fsx/sst2/t.tsv", "/fsx/sst2/d.tsv")
-    assert glue.checkpoint_dir == str(tmp_path / "out" / "checkpoints")
-    local = run_squad.parse_args(["--train_file", "squad/train.json"])
-    assert local.train_file == "squad/train.json"
 
 
 # -- one name per idea across the tools: the old spellings are aliases (issue 27) ----------------
@@ -274,3 +261,30 @@ def test_add_alias_is_the_new_flags_own_action():
     assert "--sizes" not in p.format_help() and "--speed" not in p.format_help()
     with pytest.raises(ValueError, match="--mode is already a flag"):
         add_alias(p, "--size", "--mode")
+
+
+# -- user_errors: the error family as one line and exit status 2 --------------------------------
+
+
+@pytest.mark.parametrize("error", [
+    FlagError("--total_steps must be at least 1, got 0"),
+    CheckpointError("runs/x has no checkpoint"),
+    OutputError("cannot create --output_dir /x: Permission denied"),
+    FileNotFoundError(2, "No such file or directory", "data/train.json"),
+    IsADirectoryError(21, "Is a directory", "data"),
+])
+def test_user_errors_answers_the_family_with_one_line(error, capsys):
+    with pytest.raises(SystemExit) as exit_, user_errors():
+        raise error
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"error: {error}\n"
+
+
+def test_user_errors_lets_a_plain_value_error_through(capsys):
+    """A ValueError no check of ours raised is a bug: its traceback is kept, not turned into an
+    "error:" line that reads like the user's fault."""
+    with pytest.raises(ValueError, match="an internal invariant"), user_errors():
+        raise ValueError("an internal invariant")
+    with pytest.raises(KeyError), user_errors():
+        raise KeyError("x")
+    assert capsys.readouterr().err == ""

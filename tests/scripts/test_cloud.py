@@ -167,12 +167,6 @@ def test_spot_needs_checkpoint_uri():
         ls.build_request(args, rest, "x")
 
 
-def test_container_entry_restores_flags():
-    assert normalize(["--skip_xla", "True", "--total_steps", "10", "--eager", "False",
-                      "--config_override", "a=1 b=2"], {"--skip_xla", "--eager"}) == [
-        "--skip_xla", "--total_steps", "10", "--config_override", "a=1", "b=2"]
-
-
 @pytest.mark.e2e
 @pytest.mark.parametrize("entry", ["run_pretraining", "run_squad", "run_classifier"])
 def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):

@@ -1,0 +1,57 @@
+"""albert.io.task_card: the card an export carries, read back from each place it lives (a
+directory, a SavedModel's assets, a trainer run's run.json); a damaged one named; none is None."""
+
+import json
+
+import pytest
+
+from albert.errors import CheckpointError
+from albert.io.task_card import TASK_FILE, read_task_card, task_card, write_task_card
+
+CARD = {"task": "classification", "features": {"max_seq_length": 128},
+        "labels": ["neg", "pos"], "vocabulary_sha256": "ab12"}
+
+
+def test_written_card_reads_back_from_the_directory_and_a_file_in_it(tmp_path):
+    path = write_task_card(str(tmp_path), CARD)
+    assert path == str(tmp_path / TASK_FILE)
+    assert read_task_card(str(tmp_path)) == CARD
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert read_task_card(str(tmp_path / "model.safetensors")) == CARD  # its directory's card
+
+
+def test_a_saved_models_card_is_read_from_its_assets_first(tmp_path):
+    (tmp_path / "assets").mkdir()
+    write_task_card(str(tmp_path / "assets"), CARD)
+    write_task_card(str(tmp_path), {**CARD, "task": "squad"})
+    assert read_task_card(str(tmp_path)) == CARD
+
+
+def test_a_trainer_run_gives_the_card_of_its_recorded_spec(tmp_path):
+    spec = {"task": "squad", "features": {"doc_stride": 64}, "vocabulary_sha256": "cd34",
+            "total_steps": 100, "model": {"load_from": "pretrained"}}
+    (tmp_path / "run.json").write_text(json.dumps({"spec": spec, "finished": True}))
+    expected = {"task": "squad", "features": {"doc_stride": 64}, "labels": None,
+                "vocabulary_sha256": "cd34"}
+    assert read_task_card(str(tmp_path)) == expected == task_card(spec)
+    assert read_task_card(str(tmp_path / "ckpt-7")) == expected  # a checkpoint prefix
+    (tmp_path / "run.json").write_text(json.dumps({"finished": False}))  # recorded no spec
+    assert read_task_card(str(tmp_path)) is None
+
+
+def test_a_model_without_a_card_has_none(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    assert read_task_card(str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is unreadable"),
+    (b"\xff\xfe\x00", "is unreadable"),
+    ("[1, 2]", "does not hold a JSON object"),
+])
+def test_a_damaged_card_is_a_checkpoint_error_naming_the_file(content, message, tmp_path):
+    card = tmp_path / TASK_FILE
+    card.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(CheckpointError) as damaged:
+        read_task_card(str(tmp_path))
+    assert str(damaged.value).startswith(f"{card} (of the model {tmp_path}) {message}")

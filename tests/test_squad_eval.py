@@ -1,0 +1,171 @@
+"""albert.squad_eval as a user runs it: JSON on stdout, one `error:` line and exit 2 for input the
+official scripts crash on, their warnings for missing predictions, nothing else on stderr; in this
+process, the same one line for a file that is not SQuAD's, a bug's traceback kept. The scoring
+rules themselves: tests/eval/test_squad_scoring.py."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def squad(qas, version):
+    return {"version": version, "data": [{"title": "t", "paragraphs": [
+        {"context": "ctx", "qas": qas}]}]}
+
+
+def v2_data():
+    return squad([
+        {"id": "a", "question": "?", "is_impossible": False,
+         "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "b", "question": "?", "is_impossible": False,
+         "answers": [{"text": "in 1990", "answer_start": 0}, {"text": "1990", "answer_start": 3}]},
+        {"id": "c", "question": "?", "is_impossible": True, "answers": []},
+        {"id": "d", "question": "?", "is_impossible": True, "answers": []},
+    ], "v2.0")
+
+
+@pytest.mark.e2e
+def test_cli_prints_json_and_errors(tmp_path):
+    data, preds, na = tmp_path / "d.json", tmp_path / "p.json", tmp_path / "n.json"
+    data.write_text(json.dumps(v2_data()))
+    preds.write_text(json.dumps({"a": "Paris", "b": "1990", "c": "", "d": ""}))
+    na.write_text(json.dumps({"a": 0.0, "b": 0.0, "c": 1.0, "d": 1.0}))
+    out = subprocess.run([sys.executable, "-m", "albert.squad_eval", str(data), str(preds),
+                          "--na_prob_file", str(na)], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert result["exact"] == 100.0 and result["best_f1"] == 100.0
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    proc = subprocess.run([sys.executable, "-m", "albert.squad_eval", str(bad), str(preds)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "is not valid JSON" in proc.stderr
+
+
+# -- hostile input (issue 13) -----------------------------------------------------------------
+
+
+def squad_eval(*argv):
+    return subprocess.run([sys.executable, "-m", "albert.squad_eval", *map(str, argv)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def write_json(path, obj):
+    path.write_text(json.dumps(obj))
+    return path
+
+
+@pytest.mark.e2e
+def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
+    """Item 6: a no-answer file without some predicted ids made best_f1 65 (below plain F1 100)
+    without a word; the official v2.0 script raises KeyError there: one error line naming the
+    count and the ids, exit 2."""
+    data = write_json(tmp_path / "d.json", v2_data())
+    preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})
+    na = write_json(tmp_path / "n.json", {"a": 0.0, "b": 0.0})
+    proc = squad_eval(data, preds, "--na_prob_file", na)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"error: no-answer file {na}: no value for 2 of the 4 predicted questions: 'c', 'd'; the "
+        "official SQuAD v2.0 script stops on such a file (KeyError) and best_f1 without them "
+        "would be wrong: write a value for every question"]
+    # An id without a prediction needs no value (the official script never looks it up); ids
+    # the data does not have are ignored, as there.
+    write_json(preds, {"a": "Paris", "b": "1990", "c": ""})
+    write_json(na, {"a": 0.0, "b": 0.0, "c": 1.0, "zz": 0.5})
+    ok = squad_eval(data, preds, "--na_prob_file", na)
+    assert ok.returncode == 0, ok.stderr
+    # Over the 3 scored questions (the official sweep mixes in unpredicted 'd': 133.3).
+    assert json.loads(ok.stdout)["best_f1"] == 100.0
+
+
+@pytest.mark.e2e
+def test_missing_predictions_warn_as_the_official_scripts(tmp_path):
+    """Item 6 (predictions missing ids): v2.0 leaves them out of the scores, v1.1 scores them 0
+    (each official script's rule), and both warn on stderr with the count and the ids."""
+    data = write_json(tmp_path / "d.json", v2_data())
+    preds = write_json(tmp_path / "p.json", {"a": "Paris", "c": ""})
+    proc = squad_eval(data, preds)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["total"] == 2 and result["exact"] == 100.0 and result["missing_predictions"] == 2
+    assert proc.stderr.splitlines() == [
+        f"warning: 2 of the questions in {data} have no prediction in {preds} (b, d); as in the "
+        "official v2.0 script they are left out of every score and total"]
+    v1 = write_json(tmp_path / "v1.json", squad(
+        [{"id": "q1", "question": "?", "answers": [{"text": "x", "answer_start": 0}]},
+         {"id": "q2", "question": "?", "answers": [{"text": "y", "answer_start": 0}]}], "1.1"))
+    proc = squad_eval(v1, write_json(tmp_path / "p1.json", {"q1": "x"}))
+    assert proc.returncode == 0 and json.loads(proc.stdout)["exact_match"] == 50.0
+    assert "scored 0 and counted in the total" in proc.stderr and "(q2)" in proc.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "preds, na, message",
+    [
+        ({"a": "Paris", "b": 1990, "c": "", "d": None}, None,
+         "error: predictions file {p}: 2 answer(s) are not strings (e.g. 'b': int 1990); "
+         "ids: 'b', 'd'"),
+        ({"a": "Paris", "b": "1990", "c": "", "d": ""}, {"a": 0, "b": "high", "c": 1, "d": 1},
+         "error: no-answer file {n}: 1 value(s) are not numbers (e.g. 'b': str 'high'); ids: 'b'"),
+        ({"a": "Paris", "b": "1990", "c": "", "d": ""}, {"a": 0, "b": None, "c": 1, "d": True},
+         "error: no-answer file {n}: 2 value(s) are not numbers (e.g. 'b': NoneType None); "
+         "ids: 'b', 'd'"),
+        (["Paris"], None, "error: predictions file {p} must map question ids to answer strings, "
+                          "got list"),
+    ],
+)
+def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds, na, message,
+                                                                           tmp_path):
+    """Item 12 (squad_eval): were TypeError/AttributeError tracebacks."""
+    data = write_json(tmp_path / "d.json", v2_data())
+    p = write_json(tmp_path / "p.json", preds)
+    argv = [data, p]
+    n = tmp_path / "n.json"
+    if na is not None:
+        argv += ["--na_prob_file", write_json(n, na)]
+    proc = squad_eval(*argv)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [message.format(p=p, n=n)]
+
+
+def test_squad_eval_prints_no_start_up_lines(tmp_path):
+    """Issue 27: squad_eval starts as every tool (flags.quiet_start): stderr holds nothing but
+    what it says itself."""
+    from helpers import as_a_user_runs, start_up_noise
+
+    data = write_json(tmp_path / "d.json", v2_data())
+    preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})
+    proc = as_a_user_runs("squad_eval", data, preds)
+    assert proc.returncode == 0, proc.stderr
+    assert start_up_noise(proc.stderr) == [] and proc.stderr == ""
+    assert json.loads(proc.stdout)["exact"] == 100.0
+
+
+# -- in this process ---------------------------------------------------------------------------
+
+
+def test_a_cli_without_run_main_answers_the_same_way(tmp_path, monkeypatch, capsys):
+    """squad_eval (not a runner): a file that is not SQuAD's is one line and status 2; a bug
+    inside the scoring surfaces as its ValueError."""
+    from albert import squad_eval
+
+    data, preds = tmp_path / "dev.json", tmp_path / "preds.json"
+    data.write_text("{}")
+    preds.write_text("{}")
+    with pytest.raises(SystemExit) as exit_:
+        squad_eval.main([str(data), str(preds)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (f"error: {data} is not a SQuAD file (no top-level "
+                                       "'data' list)\n")
+
+    data.write_text(json.dumps({"version": "v2.0", "data": []}))
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug in the scoring")
+
+    monkeypatch.setattr(squad_eval, "evaluate", broken)
+    with pytest.raises(ValueError, match="a bug in the scoring"):
+        squad_eval.main([str(data), str(preds)])
