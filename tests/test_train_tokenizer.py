@@ -68,6 +68,7 @@ def test_train_tokenizer_names_bad_input(tmp_path, capsys):
     assert "every line of the input (20 lines) was skipped as invalid UTF-8" in err
 
 
+@pytest.mark.e2e
 def test_train_tokenizer_shows_its_reading_and_no_start_up_lines(sample_corpus, tmp_path):
     """Issue 27: reading the corpus (a long wait on a large dump) shows a bar over the input's
     bytes, with its total and the documents found; --no_progress: none. No TensorFlow or absl

@@ -2,6 +2,7 @@
 README recipe's batch plan; the two-phase script runs both phases end to end on tiny data."""
 
 import dis
+import importlib
 import inspect
 import io
 import json
@@ -148,6 +149,7 @@ def test_item13_scripts_resolve_relative_paths_against_the_callers_directory(sam
 
 # The tiers. A unit-tier test starts no process; the few exceptions are cheap and named here.
 TIER_MARKERS = {"slow", "horovod", "e2e"}
+TEST_MODULES = {"helpers", "conftest"}  # modules of tests/ a test may import from
 PROCESS_WORDS = ("subprocess", "horovodrun")  # in lower-cased code, so HOROVODRUN too
 CHEAP_PROCESSES = {
     "test_fast_runs_the_unit_tier_and_every_other_test_is_marked":
@@ -193,8 +195,15 @@ def _code_of(item):
         while codes:
             code = codes.pop()
             codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-            todo.extend(func.__globals__.get(i.argval) for i in dis.get_instructions(code)
-                        if i.opname == "LOAD_GLOBAL")
+            module = None
+            for i in dis.get_instructions(code):
+                if i.opname == "LOAD_GLOBAL":
+                    todo.append(func.__globals__.get(i.argval))
+                elif i.opname == "IMPORT_NAME":
+                    module = i.argval
+                elif i.opname == "IMPORT_FROM" and module in TEST_MODULES:
+                    # `from helpers import as_a_user_runs` inside the test: that code counts too
+                    todo.append(getattr(importlib.import_module(module), i.argval, None))
     tokens = [t for func in seen for t in tokenize.generate_tokens(
         io.StringIO(textwrap.dedent(inspect.getsource(func))).readline)]
     return " ".join(t.string for t in tokens if t.type != tokenize.COMMENT)
