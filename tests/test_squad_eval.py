@@ -131,6 +131,7 @@ def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds,
     assert proc.stderr.splitlines() == [message.format(p=p, n=n)]
 
 
+@pytest.mark.e2e
 def test_squad_eval_prints_no_start_up_lines(tmp_path):
     """Issue 27: squad_eval starts as every tool (flags.quiet_start): stderr holds nothing but
     what it says itself."""
