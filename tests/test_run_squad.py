@@ -290,3 +290,16 @@ def test_eval_frequency_scores_during_training_in_the_logs(sample_vocab, tmp_pat
     events.Reload()
     assert [e.step for e in events.Tensors("eval/f1")] == [2, 4, 6]
     assert proc.stdout.count("SQuAD v2.0 on") == 3
+
+
+def test_overwrite_output_dir_never_discards_a_checkpoint_dir_elsewhere(tmp_path):
+    from albert import run_squad
+    from albert.cli.flags import FlagError
+
+    with pytest.raises(FlagError, match="lies elsewhere: add --overwrite_checkpoint_dir"):
+        run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
+                              "--checkpoint_dir", str(tmp_path / "shared"),
+                              "--overwrite_output_dir"])
+    inside = run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
+                                   "--overwrite_output_dir"])
+    assert inside.overwrite_checkpoint_dir

@@ -9,7 +9,6 @@ import transformers
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering, AlbertModel
 from albert.io.pretrained import load_pretrained, save_pretrained
-from albert.model.layers import gather_positions
 
 TOL = 1e-4
 
@@ -167,13 +166,6 @@ def test_masked_positions_gather_equals_full_logits():
     for b in range(3):
         for p in range(3):
             np.testing.assert_allclose(picked[b, p], full[b, positions[b, p]], atol=1e-5)
-
-
-def test_gather_positions_shapes():
-    seq = tf.reshape(tf.range(2 * 4 * 3, dtype=tf.float32), [2, 4, 3])
-    out = gather_positions(seq, tf.constant([[3, 0], [1, 1]]))
-    np.testing.assert_array_equal(out.numpy()[0, 0], seq.numpy()[0, 3])
-    np.testing.assert_array_equal(out.numpy()[1, 1], seq.numpy()[1, 1])
 
 
 def test_padding_does_not_change_real_tokens():

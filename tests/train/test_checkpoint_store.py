@@ -1,5 +1,6 @@
-"""The checkpoint store and the start policy: fallback, config checks, partial restores, run
-records, input positions saved with each checkpoint."""
+"""The checkpoint store (albert.train.checkpoint_store): fallback, config checks, partial
+restores, a second phase's start from another run's checkpoint, input positions saved with each
+checkpoint, discarding a run."""
 
 import os
 
@@ -12,7 +13,7 @@ from albert.errors import CheckpointError
 from albert.train.checkpoint_store import CheckpointStore
 from albert.train.distributed import Distributed
 from albert.train.optimization import make_optimizer
-from albert.train.run_dir import read_run_record, start_state, write_run_record
+from albert.train.run_dir import start_state, write_run_record
 from albert.train.trainer import Trainer
 
 
@@ -177,31 +178,6 @@ def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_reco
     assert not again.positions.restore(7)
 
 
-def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_path):
-    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
-    first = make_trainer()
-    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
-    assert start_state(first, handler, load_from="scratch", checkpoint_path=None,
-                       record={"started_from": start}) == "new"
-    first.train_step(batches[0])
-    handler.save(1)
-    again = make_trainer()
-    handler = CheckpointStore(str(tmp_path), again.trackables(), Distributed())
-    assert start_state(again, handler, load_from="scratch", checkpoint_path=None,
-                       record={"started_from": start}) == "resumed"
-    assert int(again.step) == 1
-    other = {**start, "load_from": "pretrained", "checkpoint_path": "/models/x"}
-    with pytest.raises(CheckpointError, match="holds a run started from scratch; this command "
-                                              "starts from pretrained /models/x"):
-        start_state(make_trainer(), handler, load_from="pretrained", checkpoint_path="/models/x",
-                    record={"started_from": other})
-    fresh = make_trainer()
-    assert start_state(fresh, handler, load_from="pretrained", checkpoint_path="/models/x",
-                       record={"started_from": other}, overwrite=True) == "new"
-    assert int(fresh.step) == 0 and not handler.has_checkpoints()
-    assert read_run_record(str(tmp_path))["started_from"] == other
-
-
 def test_second_phase_carries_weights_and_optimizer_moments_not_the_step(batches, tmp_path):
     phase1 = _trained_dir(batches, tmp_path / "p1")
     phase2 = make_trainer()
@@ -253,42 +229,6 @@ def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_co
     assert int(phase2.step) == 0 and int(phase2.optimizer.updates) == 2
 
 
-def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tmp_path, caplog):
-    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
-    spec = {"learning_rate": 0.005, "bias_correction": False, "labels": ["no", "yes"],
-            "features": {"max_seq_length": 64, "doc_stride": 32}, "total_steps": 10}
-    first = make_trainer()
-    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
-    start_state(first, handler, load_from="scratch", checkpoint_path=None,
-                record={"started_from": start, "spec": spec})
-    first.train_step(batches[0])
-    handler.save(1)
-    changed = {**spec, "learning_rate": 0.05, "bias_correction": True, "labels": ["yes", "no"],
-               "features": {"max_seq_length": 64, "doc_stride": 16}}
-    with pytest.raises(CheckpointError) as e:
-        again = make_trainer()
-        start_state(again, CheckpointStore(str(tmp_path), again.trackables(), Distributed()),
-                    load_from="scratch", checkpoint_path=None,
-                    record={"started_from": start, "spec": changed})
-    message = str(e.value)
-    assert f"--checkpoint_dir {tmp_path} holds another run (step 1)" in message
-    for part in ("bias_correction: recorded False, now True",
-                 "features.doc_stride: recorded 32, now 16",
-                 "labels: recorded ['no', 'yes'], now ['yes', 'no']",
-                 "learning_rate: recorded 0.005, now 0.05", "--overwrite_checkpoint_dir"):
-        assert part in message, part
-    assert "max_seq_length" not in message
-    # More steps is allowed, and says what it does to the schedule.
-    same = make_trainer()
-    with caplog.at_level("WARNING"):
-        assert start_state(same, CheckpointStore(str(tmp_path), same.trackables(),
-                                                 Distributed()),
-                           load_from="scratch", checkpoint_path=None,
-                           record={"started_from": start,
-                                   "spec": {**spec, "total_steps": 20}}) == "resumed"
-    assert "--total_steps 10 -> 20: the learning rate now decays" in caplog.text
-
-
 def _counting_dataset(skip):
     # Records 0, 1, 2, ... as batches of 2, skipping `skip` records first, as a runner's make_data.
     from albert.data.reader import resumable_skip
@@ -316,38 +256,6 @@ def test_open_input_continues_at_the_saved_position_not_the_start(tmp_path):
     replayed = other_plan.positions.open(_counting_dataset, BatchPlan(1, 4, 1),
                                          resumed_updates=5, step=5)
     assert [int(x) for x in next(replayed)] == [20, 21]
-
-
-def test_a_run_recorded_before_specs_continues_with_uncorrected_moments(batches, tmp_path):
-    # Issue 25: such a run trained with Google's form; switching mid-run would resize every
-    # later update, and a later --bias_correction off would then be refused.
-    first = make_trainer()
-    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
-    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
-    start_state(first, handler, load_from="scratch", checkpoint_path=None,
-                record={"started_from": start})  # an old record: no spec
-    first.train_step(batches[0])
-    handler.save(1)
-    again = make_trainer()
-    assert again.optimizer.bias_correction
-    start_state(again, CheckpointStore(str(tmp_path), again.trackables(), Distributed()),
-                load_from="scratch", checkpoint_path=None,
-                record={"started_from": start, "spec": {"bias_correction": True}})
-    assert not again.optimizer.bias_correction
-    assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is False
-
-
-def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
-    write_run_record(str(tmp_path), {"best": {"metric": "f1", "value": 90.0, "step": 50}})
-    (tmp_path / "best").mkdir()
-    (tmp_path / "best" / "config.json").write_text("{}")
-    trainer = make_trainer()
-    start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
-    assert start_state(trainer, CheckpointStore(str(tmp_path), trainer.trackables(),
-                                                Distributed()),
-                       load_from="scratch", checkpoint_path=None,
-                       record={"started_from": start}) == "new"
-    assert "best" not in read_run_record(str(tmp_path)) and not (tmp_path / "best").exists()
 
 
 def test_discard_removes_the_run_and_nothing_else(batches, tmp_path):

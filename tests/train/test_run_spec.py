@@ -153,19 +153,6 @@ def test_keep_best_keeps_the_best_evaluation_and_says_which(topic, sample_vocab,
                            check=False), "--keep_best f1 needs --eval_file")
 
 
-def test_overwrite_output_dir_never_discards_a_checkpoint_dir_elsewhere(tmp_path):
-    from albert import run_squad
-    from albert.cli.flags import FlagError
-
-    with pytest.raises(FlagError, match="lies elsewhere: add --overwrite_checkpoint_dir"):
-        run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
-                              "--checkpoint_dir", str(tmp_path / "shared"),
-                              "--overwrite_output_dir"])
-    inside = run_squad.parse_args(["--train_file", "t.json", "--output_dir", str(tmp_path / "o"),
-                                   "--overwrite_output_dir"])
-    assert inside.overwrite_checkpoint_dir
-
-
 # -- the typed spec, resolved in-process ----------------------------------------------------------
 
 def test_each_runner_resolves_its_flags_into_one_frozen_typed_spec(sample_vocab, tmp_path):
@@ -279,39 +266,3 @@ def test_no_module_below_the_command_line_takes_the_parsed_flags():
             if isinstance(node, ast.FunctionDef):
                 params = [a.arg for a in node.args.args + node.args.kwonlyargs]
                 assert "args" not in params, f"{name}: {node.name} takes args"
-
-
-def test_a_refusal_on_rank_0_stops_every_rank():
-    """distributed.on_chief: what rank 0 decides (a run directory's lock, the recorded run) is
-    every rank's, and so is its refusal; the other ranks would otherwise wait at the next
-    collective operation for a rank that has stopped."""
-    from albert.errors import AlbertError, FlagError
-    from albert.train.distributed import Distributed, on_chief
-
-    class Rank(Distributed):
-        size = 2
-
-        def __init__(self, rank, shared):
-            self.rank, self.shared = rank, shared
-
-        def allgather_object(self, obj):
-            self.shared[self.rank] = obj
-            return [self.shared.get(0), obj]
-
-    shared = {}
-    with pytest.raises(FlagError, match="learning_rate"):
-        on_chief(Rank(0, shared), lambda: (_ for _ in ()).throw(FlagError("learning_rate: x")))
-    called = []
-    with pytest.raises(AlbertError, match="rank 0: learning_rate: x"):
-        on_chief(Rank(1, shared), lambda: called.append(1))
-    assert not called  # only rank 0 decides
-    assert on_chief(Rank(0, {}), lambda: "spec") == "spec"
-    shared = {}
-    on_chief(Rank(0, shared), lambda: {"step": 3})
-    assert on_chief(Rank(1, shared), lambda: None) == {"step": 3}
-    # A bug on rank 0 is no user error on the others.
-    shared = {}
-    with pytest.raises(KeyError):
-        on_chief(Rank(0, shared), lambda: {}["missing"])
-    with pytest.raises(RuntimeError, match="rank 0 failed"):
-        on_chief(Rank(1, shared), lambda: None)

@@ -1,0 +1,69 @@
+"""The classification task (albert.tasks.classification): scoring writes the results and each
+example's prediction by label name, a regression's in full precision, GLUE's submission layout,
+the majority-class baseline and the headline metric."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+
+from albert.tasks.classification import ClassifierTask, score, write_predictions
+
+
+def task_of(tmp_path, sample_vocab, *flags):
+    from albert import run_classifier
+
+    for name in ("train.tsv", "dev.tsv"):
+        (tmp_path / name).write_text("x")
+    return ClassifierTask(run_classifier.resolve(run_classifier.parse_args([
+        "--train_file", str(tmp_path / "train.tsv"), "--eval_file", str(tmp_path / "dev.tsv"),
+        "--spm_model", sample_vocab, "--output_dir", str(tmp_path / "out"), *flags])))
+
+
+def test_score_writes_the_scores_and_every_prediction_by_label_name(tmp_path, sample_vocab,
+                                                                    capsys):
+    task = task_of(tmp_path, sample_vocab, "--labels", "no,yes,maybe")
+    logits = np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    scores = score(task, np.array([0, 1, 2, 3]), logits, np.array([0, 1, 1, 1]), step=7)
+    assert scores["accuracy"] == 0.75
+    out = tmp_path / "out"
+    results = json.loads((out / "eval_results.json").read_text())
+    assert (results["examples"], results["labels"], results["step"], results["metric"]) == \
+        (4, ["no", "yes", "maybe"], 7, "accuracy")
+    assert results["accuracy"] == 0.75 and results["eval_file"] == str(tmp_path / "dev.tsv")
+    assert (out / "eval_predictions.tsv").read_text().splitlines() == [
+        "index\tlabel\tprediction", "0\tno\tno", "1\tyes\tyes", "2\tyes\tmaybe", "3\tyes\tyes"]
+    assert f"eval on {tmp_path / 'dev.tsv'} (4 examples): accuracy 0.7500 (" in \
+        capsys.readouterr().out
+
+
+def test_a_regressions_predictions_keep_every_digit(tmp_path, sample_vocab):
+    task = task_of(tmp_path, sample_vocab, "--task", "regression")
+    logits = np.array([[0.123456789], [2.5], [4.0]])
+    scores = score(task, np.array([0, 1, 2]), logits, np.array([0.1, 2.4, 4.2]), step=1)
+    assert scores["pearson"] > 0.99
+    rows = (tmp_path / "out" / "eval_predictions.tsv").read_text().splitlines()
+    assert rows[1] == "0\t0.1\t0.123456789"
+    assert json.loads((tmp_path / "out" / "eval_results.json").read_text())["labels"] is None
+    path = write_predictions(str(tmp_path / "test" / "STS-B.tsv"), task, np.array([0, 1]),
+                             logits[:2])
+    assert open(path).read() == "index\tprediction\n0\t0.123456789\n1\t2.5\n"
+
+
+def test_glue_submission_layout_names_the_labels(tmp_path, sample_vocab):
+    task = task_of(tmp_path, sample_vocab, "--labels", "entailment,not_entailment")
+    path = write_predictions(str(tmp_path / "RTE.tsv"), task, np.array([5, 6]),
+                             np.array([[0.2, 0.1], [0.0, 0.9]]))
+    assert open(path).read() == "index\tprediction\n5\tentailment\n6\tnot_entailment\n"
+
+
+def test_the_baseline_is_the_training_sets_majority_class_on_the_evaluation(tmp_path,
+                                                                           sample_vocab):
+    task = task_of(tmp_path, sample_vocab, "--labels", "no,yes")
+    task.examples = {"train": [SimpleNamespace(label=x) for x in ("yes", "yes", "no")],
+                     "eval": [SimpleNamespace(label=x) for x in ("no", "no", "no", "yes")]}
+    assert task.baseline({"eval": {}}) == "majority class (yes): accuracy 0.2500"
+    assert task.baseline({}) is None
+    del task.examples["train"]  # evaluation only: the evaluation file's own majority
+    assert task.baseline({"eval": {}}) == "majority class (no): accuracy 0.7500"
+    assert task.headline("eval", {"accuracy": 0.5, "mcc": 0.1}) == "accuracy 0.5000"

@@ -1,0 +1,78 @@
+"""The pretraining task (albert.tasks.pretraining): its files checked and shared out at setup, an
+empty validation set refused, the unigram baseline's MLM accuracy, what its summary shows."""
+
+import pytest
+import tensorflow as tf
+from helpers import PREDS, SEQ
+
+from albert.errors import DataError
+from albert.tasks.pretraining import PretrainingTask, unigram_mlm_accuracy
+from albert.train.distributed import Distributed
+
+
+def task_of(records, *flags):
+    from albert import run_pretraining
+
+    return PretrainingTask(run_pretraining.resolve(run_pretraining.parse_args([
+        "--filesystem_prefix", str(records), "--train_dir", "train", "--total_steps", "4",
+        "--max_seq_length", str(SEQ), "--max_predictions_per_seq", str(PREDS),
+        "--per_gpu_batch_size", "8", *flags])))
+
+
+def write(path, examples, seq=8, preds=4):
+    """Records whose masked positions hold `examples`: a list of (ids, weights)."""
+    def ints(values, k):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values) + [0] * (k - len(
+            values))))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for ids, weights in examples:
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "input_ids": ints([1] * seq, seq), "input_mask": ints([1] * seq, seq),
+                "segment_ids": ints([], seq), "masked_lm_positions": ints([1] * preds, preds),
+                "masked_lm_ids": ints(ids, preds),
+                "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
+                    value=list(weights))),
+                "next_sentence_labels": ints([0], 1)})).SerializeToString())
+
+
+def test_unigram_accuracy_is_the_share_of_the_most_frequent_real_masked_token(tmp_path):
+    write(tmp_path / "a.tfrecord", [([5, 5, 7, 9], [1, 1, 1, 0]), ([7, 5, 9, 9], [1, 1, 0, 0])])
+    write(tmp_path / "b.tfrecord", [([9, 9, 9, 9], [1, 0, 0, 0])])
+    # Real (weighted) tokens: 5 5 7 7 5 9 -> 5 is answered right 3 times in 6; the padded 9s count
+    # for nothing.
+    files = [str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")]
+    assert unigram_mlm_accuracy(files, 8, 4) == pytest.approx(0.5)
+    write(tmp_path / "empty.tfrecord", [])
+    assert unigram_mlm_accuracy([str(tmp_path / "empty.tfrecord")], 8, 4) == 0.0
+
+
+def test_setup_shares_the_files_out_and_reads_the_validation_set(sample_records):
+    task = task_of(sample_records, "--val_dir", "validation")
+    task.setup(Distributed(), None)
+    assert len(task.train_files) == 4 and task.my_files == task.train_files
+    assert task.val_files and all("validation" in f for f in task.val_files)
+    assert [f.split(" (")[0] for f in task.data_files()] == task.train_files
+    evaluations = task.evaluations(None, object(), Distributed())
+    assert [(e.prefix, e.frequency) for e in evaluations] == [
+        ("val", task.spec.options["validation_frequency"])]
+    baseline = task.baseline({"val": {}})
+    assert baseline.startswith("unigram MLM accuracy 0.") and baseline.endswith(
+        "(always the most frequent masked token), SOP 0.5 (a coin)")
+    assert task.baseline({}) is None
+
+
+def test_an_empty_validation_set_is_refused_at_setup(sample_records, tmp_path):
+    (tmp_path / "train").symlink_to(sample_records / "train", target_is_directory=True)
+    (tmp_path / "val").mkdir()
+    write(tmp_path / "val" / "empty.tfrecord", [], seq=SEQ, preds=PREDS)
+    with pytest.raises(DataError, match="--val_dir 'val': all 1 file.s. are empty"):
+        task_of(tmp_path, "--val_dir", "val").setup(Distributed(), None)
+
+
+def test_the_summary_shows_mlm_and_sop_accuracy_and_squad_f1(sample_records):
+    task = task_of(sample_records)
+    assert task.headline("val", {"mlm_acc": 0.25, "sop_acc": 0.5, "loss": 3.0}) == \
+        "MLM accuracy 0.2500 SOP accuracy 0.5000"
+    assert task.headline("squad", {"f1": 12.345}) == "F1 12.35"
+    assert task.headline("squad", {}) == "F1 nan"

@@ -1,0 +1,47 @@
+"""The SQuAD task (albert.tasks.squad): its feature windows from the spec, what its summary shows,
+and the all-empty-answers baseline scored by the official rules of each version."""
+
+from albert.tasks.squad import SquadTask
+
+
+def task_of(tmp_path, vocab, *flags):
+    from albert import run_squad
+
+    (tmp_path / "train.json").write_text("x")
+    return SquadTask(run_squad.resolve(run_squad.parse_args([
+        "--train_file", str(tmp_path / "train.json"), "--output_dir", str(tmp_path / "out"),
+        "--spm_model", vocab, "--doc_stride", "64", *flags])))
+
+
+def data(*answerable):
+    """One paragraph with a question per entry: answerable or not (v2.0's is_impossible)."""
+    qas = [{"id": f"q{i}", "question": "?", "is_impossible": not a,
+            "answers": [{"text": "Paris", "answer_start": 0}] if a else []}
+           for i, a in enumerate(answerable)]
+    return {"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        {"context": "Paris is in France.", "qas": qas}]}]}
+
+
+def test_the_windows_are_the_specs(tmp_path, sample_vocab):
+    settings = task_of(tmp_path, sample_vocab, "--max_seq_length", "256").settings()
+    assert (settings.max_seq_length, settings.doc_stride, settings.max_query_length) == \
+        (256, 64, 64)
+
+
+def test_the_baseline_answers_nothing_and_scores_the_unanswerable_share(tmp_path, sample_vocab):
+    task = task_of(tmp_path, sample_vocab)
+    task.scored = (None, data(True, False, False, False), None)
+    assert task.baseline({"eval": {}}) == "all-empty answers: exact 75.00 F1 75.00"
+    assert task.baseline({}) is None
+    v1 = data(True, True)
+    v1["version"] = "1.1"
+    task = task_of(tmp_path, sample_vocab, "--squad_version", "squadv1")
+    task.scored = (None, v1, None)
+    assert task.baseline({"eval": {}}) == "all-empty answers: exact 0.00 F1 0.00"
+
+
+def test_the_summary_shows_exact_and_f1_of_either_version(tmp_path, sample_vocab):
+    task = task_of(tmp_path, sample_vocab)
+    assert task.headline("eval", {"exact": 81.234, "f1": 84.5, "HasAns_f1": 90.0}) == \
+        "exact 81.23 F1 84.50"
+    assert task.headline("eval", {"exact_match": 80.0, "f1": 88.0}) == "exact 80.00 F1 88.00"

@@ -1,0 +1,74 @@
+"""`python -m albert.plan` as a user runs it: the README's what-fits-where table, its errors."""
+
+import pytest
+
+from albert.model.config import AlbertConfig
+from albert.train.memory_plan import GIB, memory_plan
+
+
+@pytest.mark.e2e
+def test_what_fits_where_table_is_the_plans_largest_micro_batch():
+    # `python -m albert.plan` (the README's table): each cell is the largest micro-batch whose
+    # plan fits with the safety margin, without / with recomputation.
+    import subprocess
+    import sys
+
+    from albert.train.memory_plan import largest_fitting, plan_fits
+
+    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "large",
+                           "xxlarge", "--max_seq_length", "512", "--precision", "bf16",
+                           "--memory_budget_gb", "16", "80"], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = proc.stdout.strip().splitlines()
+    assert rows[0] == "| model | seq | precision | 16 GB | 80 GB |"
+    assert len(rows) == 4
+    for row in rows[2:]:
+        size, seq, precision, *cells = [c.strip() for c in row.strip("|").split("|")]
+        config = AlbertConfig.from_preset(size)
+        for gb, cell in zip((16, 80), cells, strict=True):
+            for mode, m in zip(("none", "layers"), map(int, cell.split(" / ")), strict=True):
+                args = dict(precision=precision, recompute=mode, ranks=8, accumulation=2)
+                assert m == largest_fitting(config, int(seq), gb * GIB, **args)
+                assert not plan_fits(memory_plan(config, 512, m + 1, **args), gb * GIB)
+                if m:
+                    assert plan_fits(memory_plan(config, 512, m, **args), gb * GIB)
+    # xxlarge at 512 needs recomputation on 16 GB: the shared layer's per-application weight
+    # gradients alone (12 x 0.8 GB) exceed it.
+    assert rows[3].startswith("| xxlarge | 512 | bf16 | 0 / ")
+    for value in ("0", "inf", "nan"):
+        bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_budget_gb", value],
+                             capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and f"error: --memory_budget_gb {value}: a size in GB must " \
+            "be" in bad.stderr
+    # A length the model has no positions for is said so, and the search bound is "at least".
+    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "tiny",
+                           "--max_seq_length", "128", "1024", "--precision", "fp32",
+                           "--memory_budget_gb", "1000"], capture_output=True, text=True,
+                          timeout=120)
+    rows = proc.stdout.strip().splitlines()
+    assert rows[2].endswith(" / >= 65536 |") and "longer than tiny's 512 positions" in rows[3]
+
+
+@pytest.mark.e2e
+def test_item15_plan_gives_one_message_per_bad_value():
+    """Issue 24 item 15: one combined message blamed every flag for one bad value, and
+    --memory_gb (now --memory_budget_gb) 1000000 was refused as not "above 0"."""
+    import subprocess
+    import sys
+
+    bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_budget_gb", "16", "0",
+                          "inf", "--max_seq_length", "128", "1", "--plan_ranks", "0"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.splitlines() == [
+        "error: --memory_budget_gb 0: a size in GB must be above 0",
+        "error: --memory_budget_gb inf: a size in GB must be a finite number",
+        "error: --max_seq_length 1: a sequence length must be at least 2",
+        "error: --plan_ranks 0: must be at least 1",
+    ]
+    huge = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "tiny",
+                           "--max_seq_length", "128", "--precision", "fp32", "--memory_budget_gb",
+                           "1000000"], capture_output=True, text=True, timeout=120)
+    assert huge.returncode == 0, huge.stderr
+    assert huge.stdout.splitlines()[-1] == "| tiny | 128 | fp32 | >= 65536 / >= 65536 |"

@@ -1,0 +1,151 @@
+"""The training loop (albert.train.loop.fit) on a stand-in trainer: it stops at total_steps, logs,
+evaluates and checkpoints at their frequencies and at the end, stops cleanly on SIGTERM, and saves
+the progress made before a corrupt record stops it."""
+
+import os
+import signal
+import time
+
+import pytest
+import tensorflow as tf
+
+from albert.errors import DataError, FlagError
+from albert.train.distributed import Distributed
+from albert.train.loop import StopSignal, fit
+
+
+class FakeTrainer:
+    """What fit reads of a Trainer; `skip` lists the calls whose update is skipped (an fp16
+    overflow: the step does not advance)."""
+
+    def __init__(self, step=0, skip=(), on_call=None):
+        self.step, self.calls, self.skip, self.on_call = step, 0, set(skip), on_call
+        self.dist = Distributed()
+        self.loss_scale, self.grad_norm, self.skipped = 1.0, 0.5, 0
+
+    def train_step(self, batch):
+        self.calls += 1
+        time.sleep(0.001)  # a measurable update: seq/s divides by the time taken
+        if self.calls in self.skip:
+            self.skipped += 1
+        else:
+            self.step += 1
+        if self.on_call:
+            self.on_call(self.calls)
+        return {"learning_rate": 0.01}
+
+    def pop_sums(self):
+        return {"loss": 1.0}
+
+    def weight_norm(self):
+        return 2.0
+
+
+class Saves(list):
+    def save(self, step):
+        self.append(step)
+
+
+class Logs(list):
+    def log(self, prefix, step, values):
+        self.append((prefix, step, values))
+
+
+def batches():
+    while True:
+        yield {"input_ids": None}
+
+
+def run(trainer, total_steps=10, **kwargs):
+    saves, logs = Saves(), Logs()
+    kwargs = {"log_frequency": 3, "checkpoint_frequency": 4, "progress": False, **kwargs}
+    outcome = fit(trainer, batches() if "data" not in kwargs else kwargs.pop("data"),
+                  total_steps=total_steps, checkpoints=saves, metrics=logs,
+                  metrics_fn=lambda sums: dict(sums), sequences_per_update=8, **kwargs)
+    return outcome, saves, logs
+
+
+def test_runs_to_total_steps_logging_evaluating_and_checkpointing_at_their_frequencies():
+    evaluated = []
+    trainer = FakeTrainer()
+    outcome, saves, logs = run(trainer, evaluations=[
+        ("eval", 5, lambda: evaluated.append(trainer.step) or {"accuracy": 0.5})])
+    assert outcome == "done" and trainer.step == 10 and trainer.calls == 10
+    assert saves == [4, 8, 10]  # every 4 updates and the end
+    assert [(p, s) for p, s, _ in logs] == [("train", 3), ("eval", 5), ("train", 6),
+                                            ("train", 9), ("eval", 10)]
+    assert evaluated == [5, 10]  # step 10 is the frequency's: no second evaluation at the end
+    train = logs[0][2]
+    assert train["loss"] == 1.0 and train["learning_rate"] == 0.01
+    assert train["grad_norm"] == 0.5 and train["weight_norm"] == 2.0
+    assert train["skipped_updates"] == 0 and train["seq_per_sec"] > 0
+
+
+def test_the_end_evaluates_and_checkpoints_once_off_the_frequencies():
+    outcome, saves, logs = run(FakeTrainer(), total_steps=7, checkpoint_frequency=0,
+                               evaluations=[("val", 5, lambda: {"loss": 2.0})])
+    assert outcome == "done" and saves == [7]  # 0: only at the end
+    assert [(p, s) for p, s, _ in logs if p == "val"] == [("val", 5), ("val", 7)]
+    _, _, quiet = run(FakeTrainer(), total_steps=7, evaluate_at_end=False,
+                      evaluations=[("val", 5, lambda: {"loss": 2.0})])
+    assert [s for p, s, _ in quiet if p == "val"] == [5]
+
+
+def test_a_skipped_update_is_retried_and_logs_nothing():
+    trainer = FakeTrainer(skip={3})
+    _, saves, logs = run(trainer, total_steps=6)
+    assert trainer.step == 6 and trainer.calls == 7
+    assert [s for p, s, _ in logs] == [3, 6] and logs[0][2]["skipped_updates"] == 1
+
+
+def test_a_resumed_run_continues_from_its_step_and_a_finished_one_does_nothing():
+    trainer = FakeTrainer(step=8)
+    outcome, saves, logs = run(trainer)
+    assert outcome == "done" and trainer.calls == 2 and saves == [10]
+    trainer = FakeTrainer(step=10)
+    assert run(trainer)[1:] == ([], []) and trainer.calls == 0
+
+
+def test_sigterm_stops_after_the_update_and_saves_it():
+    def terminate(call):
+        if call == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    trainer = FakeTrainer(on_call=terminate)
+    outcome, saves, _ = run(trainer)
+    assert outcome == "stopped" and trainer.step == 5 and saves == [4, 5]
+    assert signal.getsignal(signal.SIGTERM) == previous  # the handler is put back
+
+
+def test_stop_signal_only_records_the_request():
+    with StopSignal() as stop:
+        assert not stop.requested
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.requested
+
+
+def test_data_running_out_or_corrupt_is_an_error_after_saving_the_progress():
+    def five():
+        for _ in range(5):
+            yield {}
+
+    with pytest.raises(DataError, match="the training data ran out before --total_steps"):
+        run(FakeTrainer(), data=five())
+
+    def corrupt():
+        for _ in range(6):
+            yield {}
+        raise tf.errors.DataLossError(None, None, "corrupted record at 12")
+
+    saves = Saves()
+    with pytest.raises(ValueError, match="shard 3 is damaged"):
+        fit(FakeTrainer(), corrupt(), total_steps=10, checkpoints=saves, metrics=Logs(),
+            metrics_fn=dict, sequences_per_update=8, progress=False, checkpoint_frequency=4,
+            explain_data_error=lambda e: ValueError(f"shard 3 is damaged: {e.message}"))
+    assert saves == [4, 6]
+
+
+def test_log_frequency_below_one_is_refused_naming_the_flag():
+    with pytest.raises(FlagError, match="--log_frequency must be at least 1, got 0"):
+        run(FakeTrainer(), log_frequency=0)
