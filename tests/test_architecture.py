@@ -3,8 +3,13 @@ module or inside a function, points to the module's own layer or one below it, a
 modules import each other, directly or around a loop."""
 
 import ast
+import os
 import pathlib
 import re
+import subprocess
+import sys
+
+import pytest
 
 import albert
 
@@ -119,3 +124,75 @@ def test_docs_architecture_names_every_module():
             continue
         short = name.removeprefix("albert.")
         assert short in named or name in named, f"docs/architecture.md does not name {short}"
+
+
+def bare_function_imports(source: str) -> list[int]:
+    """The lines of import statements inside a function of `source` that no comment explains:
+    an import waits in a function only for a reason (a heavy optional dependency, a module that
+    must stay importable without TensorFlow), said in a comment on its line or in the comment
+    lines above it, which may head a block of several imports of that function."""
+    lines = source.splitlines()
+
+    def commented(first: int, last: int) -> bool:  # 1-based lines of one statement
+        if any(_is_reason(line) for line in lines[first - 1:last]):
+            return True
+        row = first - 1
+        while row > 0 and row not in code_rows:
+            if _is_reason(lines[row - 1]):
+                return True
+            row -= 1
+        return False
+
+    tree = ast.parse(source)
+    imports = {node.lineno: node.end_lineno for fn in ast.walk(tree)
+               if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+               for node in ast.walk(fn) if isinstance(node, ast.Import | ast.ImportFrom)}
+    # Lines of code that end the search upwards: every statement's but the imports' (of a
+    # compound statement, its header's, up to its body's first statement).
+    code_rows = {row for node in ast.walk(tree) if isinstance(node, ast.stmt)
+                 and not isinstance(node, ast.Import | ast.ImportFrom)
+                 for row in range(node.lineno, (node.body[0].lineno if hasattr(node, "body")
+                                                else node.end_lineno + 1))
+                 if lines[row - 1].strip() and not lines[row - 1].lstrip().startswith("#")}
+    return sorted(first for first, last in imports.items() if not commented(first, last))
+
+
+def _is_reason(line: str) -> bool:
+    comment = line.partition("#")[2].strip()
+    return bool(comment) and not comment.startswith(("noqa", "type:"))
+
+
+def test_every_import_inside_a_function_says_why_it_waits():
+    bare = [f"{name} line {row}" for name, path in modules().items()
+            for row in bare_function_imports(path.read_text())]
+    assert bare == [], "imports belong at the top of the module; one that must wait says why"
+    # The check itself: a bare import is caught, one under its reason (or beside it) is not.
+    assert bare_function_imports("def f():\n    x = 1\n    import json\n") == [3]
+    assert bare_function_imports('def f():\n    """doc"""\n    from os import path\n') == [3]
+    assert bare_function_imports("def f():\n    import os  # noqa: F401\n") == [2]
+    assert bare_function_imports("def f():\n    # TensorFlow: --help runs without it\n"
+                                 "    import tensorflow as tf\n\n    import keras\n") == []
+    assert bare_function_imports("def f():\n    import torch  # optional\n") == []
+
+
+# The command-line tools, which answer --help and a bad flag (the runners --plan_only too) without
+# loading TensorFlow: what they import at start must not import it.
+TENSORFLOW_FREE_COMMANDS = (
+    "run_pretraining", "run_squad", "run_classifier", "answer", "classify", "export", "plan",
+    "check_records", "create_pretraining_data", "train_tokenizer", "squad_eval", "corpus_text")
+
+
+@pytest.mark.e2e
+def test_the_command_line_tools_import_no_tensorflow():
+    """One fresh interpreter imports the commands one after another and names the first after
+    which TensorFlow (or Keras) is loaded."""
+    code = ("import importlib, sys\n"
+            "for name in sys.argv[1:]:\n"
+            "    importlib.import_module('albert.' + name)\n"
+            "    if {'tensorflow', 'keras'} & set(sys.modules):\n"
+            "        print(name)\n"
+            "        break\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT.parent)}
+    out = subprocess.run([sys.executable, "-c", code, *TENSORFLOW_FREE_COMMANDS], env=env,
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    assert out.strip() == "", f"importing albert.{out.strip()} imports TensorFlow"

@@ -31,6 +31,9 @@ import logging
 import os
 import sys
 
+import numpy as np
+from tqdm import tqdm
+
 from albert.cli.flags import (
     FlagError,
     HelpFormatter,
@@ -39,8 +42,19 @@ from albert.cli.flags import (
     check_vocabulary,
     run_main,
 )
-from albert.cli.serving import check_output_file, write_jsonl
+from albert.cli.serving import (
+    check_output_file,
+    check_vocabulary_content,
+    read_card,
+    settle,
+    write_jsonl,
+)
+from albert.data import squad
+from albert.data.tokenization import load_tokenizer
+from albert.errors import CheckpointError
+from albert.io.pretrained import load_model, vocabulary_file
 from albert.model import MODEL_INPUTS
+from albert.model.config import AlbertConfig
 from albert.tasks.squad import VERSIONS
 
 logger = logging.getLogger("albert.answer")
@@ -152,11 +166,9 @@ def load_qa_model(path: str):
     logits_fn(input_ids, attention_mask, token_type_ids), int32 [B, S] numpy arrays ->
     (start_logits, end_logits) float32 [B, S] numpy arrays.
     """
+    # TensorFlow and the model only once the flags and the questions are checked (prepare):
+    # a bad flag or input is answered in a second.
     import tensorflow as tf
-
-    from albert.errors import CheckpointError
-    from albert.io.pretrained import load_model, vocabulary_file
-    from albert.model.config import AlbertConfig
 
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         try:
@@ -185,7 +197,7 @@ def load_qa_model(path: str):
 
         return logits_fn, config, vocabulary_file(path)
 
-    from albert.model.modeling import AlbertForQuestionAnswering
+    from albert.model.modeling import AlbertForQuestionAnswering  # TensorFlow, as above
 
     model = load_model(AlbertForQuestionAnswering, path)
 
@@ -207,8 +219,6 @@ def apply_task_card(args, spm_model: str) -> None:
     """Windows, SQuAD version and vocabulary as the model was fine-tuned (its task card): a flag
     left out takes the model's setting, a flag that differs is an error (other windows than
     training's give other answers). Inference knobs (batch size, n-best, thresholds) are free."""
-    from albert.cli.serving import check_vocabulary_content, read_card, settle
-
     model = args.checkpoint_path
     card = read_card(model) or {}
     if card.get("task") not in (None, "squad"):
@@ -242,11 +252,6 @@ def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
     and postprocess, called as run_squad calls them (its prediction_batches are plan_batches'
     batches); each window's logits are kept over its real tokens (real_logits).
     """
-    import numpy as np
-    from tqdm import tqdm
-
-    from albert.data import squad
-
     # Our own ids: the records' ids may repeat or be absent.
     examples = [squad.Example(str(i), r["question"], r["context"], [], False)
                 for i, r in enumerate(records)]
@@ -291,8 +296,6 @@ def prepare(args) -> list[dict]:
 
 
 def run(args, records: list[dict]) -> int:
-    from albert.data.tokenization import load_tokenizer
-
     logits_fn, config, vocabulary = load_qa_model(args.checkpoint_path)
     spm_model = args.spm_model or vocabulary
     if not spm_model:

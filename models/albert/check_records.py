@@ -20,7 +20,11 @@ import logging
 import os
 import sys
 
+from tqdm import tqdm
+
 from albert.cli import flags
+from albert.data.tokenization import load_spm
+from albert.errors import DataError
 
 
 def parse_args(argv=None):
@@ -50,9 +54,11 @@ def parse_args(argv=None):
 
 def _shapes_fromfirst_record(files):
     """(max_seq_length, max_predictions_per_seq, file) from the first record found, else None."""
+    # TensorFlow (albert.data.reader too) only once the flags are checked: --help and a bad
+    # flag are answered without it.
     import tensorflow as tf
 
-    from albert.data.reader import DataError, first_record
+    from albert.data.reader import first_record
 
     for path in files:
         try:
@@ -74,11 +80,10 @@ def _shapes_fromfirst_record(files):
 def check(args) -> int:
     vocab_size, vocabulary = args.vocab_size, f"--vocab_size {args.vocab_size}"
     if args.spm_model:  # before TensorFlow loads: a wrong path is said at once
-        from albert.data.tokenization import load_spm
-
         vocab_size = load_spm(args.spm_model).GetPieceSize()
         vocabulary = f"--spm_model {args.spm_model}, {vocab_size} pieces"
 
+    # TensorFlow (albert.data.reader) only now, after the vocabulary: see above.
     from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
 
     files = resolve_files(args.patterns, args.filesystem_prefix)
@@ -91,8 +96,6 @@ def check(args) -> int:
             preds = preds if preds is not None else found[1]
             source = f"from the first record of {found[2]}"
     spec = pretraining_feature_spec(seq, preds) if seq is not None else None
-
-    from tqdm import tqdm
 
     bar = tqdm(unit=" rec", file=sys.stderr, mininterval=1.0, disable=args.no_progress or None)
     checks = []

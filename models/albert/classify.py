@@ -30,9 +30,24 @@ import logging
 import os
 import sys
 
+import numpy as np
+from tqdm import tqdm
+
 from albert.cli.flags import FlagError, HelpFormatter, add_alias, run_main
 from albert.cli.resolve import column_flag
+from albert.cli.serving import (
+    check_output_file,
+    check_vocabulary_content,
+    read_card,
+    settle,
+    write_jsonl,
+)
+from albert.data import classification as data
+from albert.data.tokenization import load_tokenizer
+from albert.errors import CheckpointError
+from albert.io.pretrained import load_model, vocabulary_file
 from albert.model import MODEL_INPUTS
+from albert.model.config import AlbertConfig
 
 logger = logging.getLogger("albert.classify")
 
@@ -82,8 +97,6 @@ def parse_args(argv=None):
 
 def check_args(args) -> None:
     """Flag errors a user can fix, found before TensorFlow is imported."""
-    from albert.cli.serving import check_output_file
-
     model = args.checkpoint_path
     if not os.path.exists(model) and not os.path.isfile(model + ".index"):
         raise FlagError(f"--checkpoint_path {model} does not exist")
@@ -127,11 +140,9 @@ def input_columns(args, card: dict | None):
     """The columns of --input: --text_a / --text_b; else "text" / "text_b" in JSON lines that
     have them; else the columns the model was fine-tuned on (its card), when the file is read
     the same way (with or without a header); else run_classifier's default, `sentence`."""
-    from albert.data.classification import Columns, file_format
-
     header = not args.no_header
     trained = ((card or {}).get("features") or {}).get("columns")
-    if file_format(args.input) == "jsonl" and "text" in _first_object(args.input):
+    if data.file_format(args.input) == "jsonl" and "text" in _first_object(args.input):
         default = ("text", "text_b" if "text_b" in _first_object(args.input) else None)
     elif trained and len(trained) == 4 and bool(trained[3]) == header:
         default = (trained[0], trained[1])
@@ -144,8 +155,9 @@ def input_columns(args, card: dict | None):
         raise FlagError(f"--input {args.input} is read with --no_header: give --text_a (and "
                         "--text_b for a pair) as 0-based column positions")
     text_b = args.text_b if args.text_b is not None else default[1]
-    return Columns(column_flag(text_a, header, "--text_a"), column_flag(text_b, header, "--text_b"),
-                   None, header)
+    return data.Columns(column_flag(text_a, header, "--text_a"),
+                        column_flag(text_b, header, "--text_b"),
+                        None, header)
 
 
 def check_pairs(card: dict | None, pairs: bool, where: str, model: str) -> None:
@@ -167,8 +179,6 @@ def check_pairs(card: dict | None, pairs: bool, where: str, model: str) -> None:
 def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
     """(examples, rows): albert.data.classification examples to featurize, and the JSON object
     each output line starts from."""
-    from albert.data import classification as data
-
     if args.text is not None:
         check_pairs(card, args.text_b is not None, "--text", args.checkpoint_path)
         row = {"text": args.text, **({"text_b": args.text_b} if args.text_b is not None else {})}
@@ -195,9 +205,6 @@ def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
 def prepare(args):
     """(card, examples, rows, spm_model or None) after every check that needs no TensorFlow:
     the flags, the model's task card against them, the vocabulary, the inputs."""
-    from albert.cli.serving import check_vocabulary_content, read_card, settle
-    from albert.io.pretrained import vocabulary_file
-
     check_args(args)
     model = args.checkpoint_path
     card = read_card(model)
@@ -225,11 +232,9 @@ def load_classifier(path: str, card: dict | None):
     logits_fn(input_ids, attention_mask, token_type_ids), int32 [B, S] numpy arrays -> float32
     [B, outputs] numpy logits.
     """
+    # TensorFlow and the model only once the flags, the task card and the inputs are checked
+    # (prepare): a bad flag or input is answered in a second.
     import tensorflow as tf
-
-    from albert.errors import CheckpointError
-    from albert.io.pretrained import load_model
-    from albert.model.config import AlbertConfig
 
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         try:
@@ -258,7 +263,7 @@ def load_classifier(path: str, card: dict | None):
 
         return logits_fn, AlbertConfig.from_json_file(config_path), width, None
 
-    from albert.model.modeling import AlbertForSequenceClassification
+    from albert.model.modeling import AlbertForSequenceClassification  # TensorFlow, as above
 
     labels = (card or {}).get("labels")
     # A trainer checkpoint holds no id2label: the run's labels (its card) name the outputs.
@@ -281,8 +286,6 @@ def load_classifier(path: str, card: dict | None):
 def output_labels(card: dict | None, outputs: int | None, names, model: str):
     """The label names in id order (None: a regression model), from the card, else the model's
     id2label, else the ids themselves."""
-    from albert.errors import CheckpointError
-
     card = card or {}
     if card.get("task") == "regression" or outputs == 1:
         if card.get("task") == "classification":
@@ -308,11 +311,6 @@ def output_labels(card: dict | None, outputs: int | None, names, model: str):
 
 def classify_all(examples, logits_fn, tokenizer, args):
     """float32 [N, outputs] logits of every example, in input order."""
-    import numpy as np
-    from tqdm import tqdm
-
-    from albert.data import classification as data
-
     features, stats = data.featurize(examples, None, tokenizer, args.max_seq_length)
     if stats["truncated"]:
         logger.info("%d of %d inputs cut to --max_seq_length %d", stats["truncated"],
@@ -337,8 +335,6 @@ def classify_all(examples, logits_fn, tokenizer, args):
 
 
 def softmax(logits):
-    import numpy as np
-
     shifted = np.asarray(logits, np.float64)
     shifted = shifted - shifted.max(axis=-1, keepdims=True)
     e = np.exp(shifted)
@@ -357,9 +353,6 @@ def result_rows(rows: list[dict], logits, labels) -> list[dict]:
 
 
 def run(args, card, examples, rows, spm_model) -> int:
-    from albert.cli.serving import check_vocabulary_content, write_jsonl
-    from albert.data.tokenization import load_tokenizer
-
     logits_fn, config, outputs, names = load_classifier(args.checkpoint_path, card)
     labels = output_labels(card, outputs, names, args.checkpoint_path)
     if not spm_model:

@@ -23,8 +23,18 @@ import os
 import sys
 
 from albert.cli.flags import HelpFormatter, add_alias, check_vocabulary, run_main
+from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
-from albert.io.savedmodel import CARD_TASKS, TASKS, check_output_dir, model_class
+from albert.io.pretrained import load_model, vocabulary_file
+from albert.io.savedmodel import (
+    CARD_TASKS,
+    TASKS,
+    check_output_dir,
+    export_saved_model,
+    model_class,
+)
+from albert.io.task_card import read_task_card
+from albert.train.run_spec import file_sha256
 
 
 def parse_args(argv=None):
@@ -58,10 +68,6 @@ def prepare(args) -> str:
 
 
 def run(args, source: str | None = None) -> int:
-    from albert.data.tokenization import load_spm
-    from albert.io.pretrained import load_model, vocabulary_file
-    from albert.io.savedmodel import export_saved_model
-
     path = args.checkpoint_path
     if source is None:
         source = prepare(args)
@@ -72,9 +78,6 @@ def run(args, source: str | None = None) -> int:
     if not os.path.isfile(spm_model):
         raise FileNotFoundError(f"--spm_model {spm_model} does not exist")
     pieces = load_spm(spm_model).GetPieceSize()
-    from albert.io.task_card import read_task_card
-    from albert.train.run_spec import file_sha256
-
     card = read_task_card(path)
     trained = (card or {}).get("task")
     if trained in CARD_TASKS and CARD_TASKS[trained] != args.head:

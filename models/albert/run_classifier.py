@@ -51,7 +51,9 @@ from albert.cli.resolve import (
     tokenizer_path,
 )
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
-from albert.tasks.classification import FEATURES, REPORTED
+from albert.io.savedmodel import check_export_dir
+from albert.tasks.classification import FEATURES, REPORTED, ClassifierTask
+from albert.tasks.runner import check_keep_best, run_or_plan
 
 
 def parse_args(argv=None):
@@ -142,9 +144,6 @@ def resolve(args):
     without TensorFlow: counts and directories, files that must exist, the feature settings
     (the model's own for an evaluation-only run), the task, the vocabulary, --keep_best and
     --export_dir."""
-    from albert.io.savedmodel import check_export_dir
-    from albert.tasks.runner import check_keep_best
-
     check_training_flags(args)
     settle_features(args, FEATURES)
     if args.pad_to_multiple_of < 1:
@@ -180,9 +179,6 @@ def resolve(args):
 
 def run(args) -> int:
     """Train (with --train_file), then evaluate (--eval_file) and predict (--test_file)."""
-    from albert.tasks.classification import ClassifierTask
-    from albert.tasks.runner import run_or_plan
-
     return run_or_plan(ClassifierTask, resolve(args), plan_ranks(args))
 
 

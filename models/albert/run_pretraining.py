@@ -18,6 +18,8 @@ import sys
 
 from albert.cli.flags import HelpFormatter, add_model_flags, add_training_flags, run_main
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
+from albert.tasks.pretraining import PretrainingTask
+from albert.tasks.runner import run_or_plan
 
 
 def parse_args(argv=None):
@@ -77,9 +79,6 @@ def resolve(args):
 
 
 def run(args) -> int:
-    from albert.tasks.pretraining import PretrainingTask
-    from albert.tasks.runner import run_or_plan
-
     return run_or_plan(PretrainingTask, resolve(args), plan_ranks(args))
 
 

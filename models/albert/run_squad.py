@@ -41,7 +41,9 @@ from albert.cli.resolve import (
     settle_features,
     tokenizer_path,
 )
-from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS
+from albert.io.savedmodel import check_export_dir
+from albert.tasks.runner import check_keep_best, run_or_plan
+from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadTask
 
 
 def parse_args(argv=None):
@@ -82,9 +84,6 @@ def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec), checked as far as it can be
     without TensorFlow: counts and directories, files that must exist, the windows (the
     model's own for an evaluation-only run), the vocabulary, --keep_best and --export_dir."""
-    from albert.io.savedmodel import check_export_dir
-    from albert.tasks.runner import check_keep_best
-
     check_training_flags(args)
     settle_features(args, WINDOWS)
     spec = resolve_spec(
@@ -116,9 +115,6 @@ def resolve(args):
 
 def run(args) -> int:
     """Train (with --train_file), then predict and score (with --predict_file)."""
-    from albert.tasks.runner import run_or_plan
-    from albert.tasks.squad import SquadTask
-
     return run_or_plan(SquadTask, resolve(args), plan_ranks(args))
 
 

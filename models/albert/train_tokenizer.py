@@ -136,6 +136,8 @@ def reservoir_sample(items: Iterator[str], size: int, seed: int) -> tuple[list[s
 
 def train_with_summary(args) -> dict:
     """Train and write the vocabulary; returns what was read, sampled and skipped."""
+    # sentencepiece only for the training itself: --help, a bad flag and the reader workers
+    # (which import this module for _normalized_sentences) start without it.
     import sentencepiece as spm
 
     if args.vocab_size < 10:
@@ -244,7 +246,7 @@ def _drop_training_paths(model: str) -> None:
     """Clear the temporary input and output paths (different on every run) from the model's
     trainer_spec, so that the same input and flags give the same bytes and the same checksum.
     The thread count stays: it changes the vocabulary SentencePiece trains."""
-    from sentencepiece import sentencepiece_model_pb2
+    from sentencepiece import sentencepiece_model_pb2  # protobuf: as in train_with_summary
 
     proto = sentencepiece_model_pb2.ModelProto()
     with open(model, "rb") as f:

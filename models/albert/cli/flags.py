@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib.util
+import logging
 import os
 import sys
 
@@ -246,8 +248,6 @@ class _QuietImport:
         if name != "tensorflow":
             return None
         sys.meta_path.remove(self)  # once; and let the real finders find it
-        import importlib.util
-
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             return spec
@@ -296,8 +296,6 @@ def run_main(parse_args, run, argv=None, prepare=None) -> int:
     errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
     prepare's checks need no TensorFlow, and their FlagError is answered before run() imports
     it, so a typo costs no wait."""
-    import logging
-
     argv = quiet_argv(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter

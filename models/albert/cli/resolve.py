@@ -11,6 +11,19 @@ import functools
 import os
 
 from albert.errors import FlagError
+from albert.io.pretrained import vocabulary_file
+from albert.io.task_card import read_task_card
+from albert.train.distributed import launched_by_horovod
+from albert.train.memory import check_batching
+from albert.train.run_spec import (
+    Batching,
+    Execution,
+    ModelSource,
+    Optimization,
+    Outputs,
+    RunSpec,
+    settle,
+)
 
 
 def column_flag(value, header: bool, flag: str):
@@ -60,15 +73,6 @@ def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | 
     flags become the objects the library takes. Pure: reads no file but the vocabulary's bytes
     for its checksum (later, when recorded). `features`, `data`, `options`: the task's settings,
     files by role, and knobs that do not define the run, from the runner's own flags."""
-    from albert.train.run_spec import (
-        Batching,
-        Execution,
-        ModelSource,
-        Optimization,
-        Outputs,
-        RunSpec,
-    )
-
     get = functools.partial(getattr, args)
     load_from = "pretrained" if args.load_from == "huggingface" else args.load_from
     return RunSpec(
@@ -116,8 +120,6 @@ def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | 
 
 def plan_ranks(args) -> int:
     """--plan_only's rank count: --plan_ranks, else the launcher's (horovodrun -np N), else 1."""
-    from albert.train.distributed import launched_by_horovod
-
     if args.plan_ranks:
         return args.plan_ranks
     return int(os.environ.get("HOROVOD_SIZE", 1)) if launched_by_horovod() else 1
@@ -140,9 +142,6 @@ def settle_features(args, defaults: dict) -> None:
     """Feature flags left out (None): a training run takes `defaults`; an evaluation-only run
     the settings its model was fine-tuned with (the task card of --checkpoint_path), and a flag
     that differs from them is refused (other windows than training's give other answers)."""
-    from albert.io.task_card import read_task_card
-    from albert.train.run_spec import settle
-
     card, where = None, "the model"
     if not args.train_file and args.load_from != "scratch":
         path = fine_tuned_path(args)
@@ -158,8 +157,6 @@ def tokenizer_path(args) -> str:
     if args.spm_model:
         return args.spm_model
     if args.load_from in ("pretrained", "huggingface", "checkpoint") and args.checkpoint_path:
-        from albert.io.pretrained import vocabulary_file
-
         found = vocabulary_file(args.checkpoint_path)
         if found:
             return found
@@ -170,7 +167,7 @@ def tokenizer_path(args) -> str:
 def xla_plan_from_flags(args, dist, recorded: dict | None = None):
     """--xla/--skip_xla/--eager/--precision -> xla_plan.XlaPlan (for tools without a run spec:
     scripts/benchmark.py)."""
-    from albert.train.run_spec import Execution
+    # train.xla_plan imports TensorFlow; the command-line layer answers --help without it.
     from albert.train.xla_plan import plan_for_run
 
     return plan_for_run(Execution(precision=args.precision, eager=bool(args.eager),
@@ -224,6 +221,4 @@ def check_directories(args) -> None:
 
 
 def check_memory_flags(args) -> None:
-    from albert.train.memory import check_batching
-
     check_batching(resolve_spec(args, "check").batching)

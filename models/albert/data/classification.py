@@ -21,11 +21,13 @@ from __future__ import annotations
 import collections
 import csv
 import dataclasses
+import hashlib
 import json
 import logging
 import math
 import os
 import shlex
+from importlib import metadata
 
 from albert.errors import DataError, FlagError
 
@@ -450,9 +452,6 @@ def featurize(examples: list[Example], labels: list | None, tokenizer,
 def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bool) -> str:
     """Of the file's and the vocabulary's bytes, the settings (columns, task, labels, whether
     labels were read), `training` and the tokenizer library's version."""
-    import hashlib
-    from importlib import metadata
-
     if os.path.isdir(spm_model):
         spm_model = os.path.join(spm_model, "spiece.model")
     h = hashlib.sha256()
@@ -476,6 +475,8 @@ def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
                         regression: bool) -> None:
     """<prefix>.tfrecord (unpadded features) + <prefix>.meta.json (statistics), atomically: the
     .tfrecord is renamed into place last, so its presence means the cache is complete."""
+    # TensorFlow only in the feature cache and tf.data: run_classifier and classify read this
+    # module before loading it (--help, a bad flag, --plan_only).
     import tensorflow as tf
 
     def ints(values):
@@ -508,6 +509,8 @@ def padded_length(longest, max_seq_length: int, multiple: int):
     """The length a batch whose longest sequence is `longest` (an int32 scalar tensor) is padded
     to: rounded up to a multiple of `multiple` (fewer distinct shapes for XLA to compile, and
     tensor-core friendly), never past max_seq_length."""
+    # TensorFlow only in the feature cache and tf.data: run_classifier and classify read this
+    # module before loading it (--help, a bad flag, --plan_only).
     import tensorflow as tf
 
     rounded = (longest + multiple - 1) // multiple * multiple
@@ -519,6 +522,8 @@ def feature_dataset(prefix: str, regression: bool, max_seq_length: int,
     """(records, parse): the cached features, and a function that turns a batch of serialized
     records into model inputs [B, S] (S: the batch's longest, rounded up, or max_seq_length with
     padding="max"), `labels` [B] (int32 ids or float32) and `index` [B] (row in the file)."""
+    # TensorFlow only in the feature cache and tf.data: run_classifier and classify read this
+    # module before loading it (--help, a bad flag, --plan_only).
     import tensorflow as tf
 
     if padding not in ("batch", "max"):

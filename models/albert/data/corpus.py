@@ -25,6 +25,7 @@ into sentences (wikitext parsing, sentence splitting). Everything skipped is cou
 from __future__ import annotations
 
 import bz2
+import concurrent.futures as cf
 import ctypes
 import dataclasses
 import fnmatch
@@ -34,6 +35,7 @@ import itertools
 import json
 import logging
 import lzma
+import multiprocessing
 import os
 import signal
 import sys
@@ -437,6 +439,7 @@ def _jsonl_documents(path: str, text_field: str, stats: ReadStats) -> Iterator[s
 
 
 def _parquet_file(path: str, text_field: str):
+    # pyarrow (about 0.1 s) only for Parquet input; the generator and its workers start without.
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -455,7 +458,7 @@ def _parquet_file(path: str, text_field: str):
 
 
 def _parquet_documents(path: str, text_field: str, stats: ReadStats) -> Iterator[str]:
-    import pyarrow as pa
+    import pyarrow as pa  # only for Parquet input, as in _parquet_file
 
     pf = _parquet_file(path, text_field)
     try:
@@ -585,6 +588,8 @@ def _is_disambiguation(title: str, code) -> bool:
 def wiki_sentences(page: WikiPage, stats: ReadStats) -> list[str] | None:
     """An article's wikitext -> the sentences of its prose (albert.data.wikitext); None for a
     disambiguation page. Sentences dropped for a hole or for markup are counted in `stats`."""
+    # mwparserfromhell (wikitext's parser) only for Wikipedia dumps, and only in the workers
+    # that read them.
     import mwparserfromhell
 
     from albert.data import wikitext
@@ -647,9 +652,6 @@ def map_chunks(fn, chunks: Iterable, processes: int, stats: ReadStats) -> Iterat
             stats.add(chunk_stats)
             yield from items
         return
-    import concurrent.futures as cf
-    import multiprocessing
-
     ctx = multiprocessing.get_context("spawn")
     with cf.ProcessPoolExecutor(processes, mp_context=ctx, initializer=die_with_parent,
                                 initargs=(os.getpid(),)) as pool:

@@ -28,6 +28,7 @@ import zlib
 import tensorflow as tf
 
 from albert.data.tfrecord import FOOTER_BYTES, HEADER_BYTES, masked_crc
+from albert.data.tokenization import vocab_checksum
 from albert.errors import DataError  # the family's; importable from here too
 
 logger = logging.getLogger(__name__)
@@ -406,8 +407,6 @@ def _vocabulary_of(files: list[str]) -> dict:
 
 
 def _checksum(spm_model: str) -> str | None:
-    from albert.data.tokenization import vocab_checksum
-
     try:
         return vocab_checksum(spm_model)
     except OSError:

@@ -35,6 +35,7 @@ import unicodedata
 import numpy as np
 
 from albert.errors import DataError, FlagError
+from albert.eval.squad_scoring import normalize_answer
 
 logger = logging.getLogger(__name__)
 
@@ -286,8 +287,6 @@ def _is_max_context(windows, current, token: int) -> bool:
 
 def answer_recovery_rate(examples: list[Example], features: list[Feature]) -> float:
     """Fraction of answerable examples whose labelled token span maps back to the gold text."""
-    from albert.eval.squad_scoring import normalize_answer
-
     ok, total = 0, 0
     by_example: dict[int, list[Feature]] = {}
     for f in features:
@@ -332,7 +331,7 @@ def write_feature_cache(features: list[Feature], prefix: str) -> None:
     Each record holds its window unpadded (input_ids and token_type_ids of its real tokens) and
     its `length`: the readers pad each batch (feature_dataset, prediction_batches,
     training_batches)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
@@ -370,7 +369,7 @@ def padded_length(longest, max_seq_length: int, bucket: int = BUCKET):
     rounded = (longest + bucket - 1) // bucket * bucket
     if isinstance(rounded, int):
         return min(rounded, max_seq_length)
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
     return tf.minimum(rounded, max_seq_length)
 
@@ -389,14 +388,14 @@ def feature_dataset(prefix: str, max_seq_length: int, padding: str = "max",
     start_positions and end_positions [B] and feature_index [B], int32. S is max_seq_length with
     padding="max", else the batch's longest window rounded up to a multiple of `bucket`
     (padded_length)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
     return tf.data.TFRecordDataset(prefix + ".tfrecord"), _parser(max_seq_length, padding,
                                                                   bucket)
 
 
 def _parser(max_seq_length: int, padding: str, bucket: int):
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
     _check_padding(padding, bucket)
     spec = {
@@ -431,7 +430,7 @@ def _parser(max_seq_length: int, padding: str, bucket: int):
 
 
 def _record_length(record):
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
     return tf.io.parse_single_example(
         record, {"length": tf.io.FixedLenFeature([], tf.int64)})["length"]
@@ -474,7 +473,7 @@ def prediction_batches(prefix: str, batch_size: int, max_seq_length: int,
     to that bucket, so a model compiles at most max_seq_length / bucket sequence lengths (and the
     smaller last batch of each). The batches are plan_batches'. Logits of real positions do not
     depend on the padding (the model masks it); keep each window's own (real_logits)."""
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
     records, parse = feature_dataset(prefix, max_seq_length, padding, bucket)
     shard = records.shard(size, rank)
@@ -531,9 +530,9 @@ def training_batches(records, micro_batch: int, accumulation: int, max_seq_lengt
 
     Deterministic for a seed (and tf's global seed, which tf.data's shuffle also reads); a
     tf.data iterator over it saves and restores (tf.train.Checkpoint) and continues exactly."""
-    import tensorflow as tf
+    import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
-    from albert.data.reader import resumable_skip
+    from albert.data.reader import resumable_skip  # imports TensorFlow, as this function does
 
     _check_padding(padding, bucket)
     for name, value in (("micro_batch", micro_batch), ("accumulation", accumulation),

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import unicodedata
 
 from albert.errors import DataError
@@ -44,6 +45,8 @@ def preprocess_text(text: str) -> str:
 
 def load_spm(path: str):
     """Load a SentencePiece model, checking it has ALBERT's special tokens at ALBERT's ids."""
+    # sentencepiece when a vocabulary is read: the tools that import this module for its
+    # constants and checksums (--help, the data generator's parent) start without it.
     import sentencepiece as spm
 
     path = os.fspath(path)
@@ -93,9 +96,7 @@ def load_tokenizer(path: str):
     transformers v5 builds the fast tokenizer from a SentencePiece model only through
     from_pretrained(directory), so a bare file is staged in a temporary directory first.
     """
-    import tempfile
-
-    from transformers import AlbertTokenizer
+    from transformers import AlbertTokenizer  # heavy (about a second); only training needs it
 
     path = os.fspath(path)
     spm_path = os.path.join(path, "spiece.model") if os.path.isdir(path) else path

@@ -25,6 +25,17 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+import mwparserfromhell
+from mwparserfromhell.nodes import (
+    ExternalLink,
+    Heading,
+    HTMLEntity,
+    Tag,
+    Template,
+    Text,
+    Wikilink,
+)
+
 from albert.data.text import split_sentences
 
 # Private-use characters (stripped from the input first) mark, until the sentences are cut, where
@@ -123,16 +134,6 @@ class _Renderer:
     def render(self, code, math: bool = False) -> str:
         """The text a reader sees of a parsed wikitext tree. `math`: inside a formula template,
         where a superscript is a power and a template this module cannot show is a hole."""
-        from mwparserfromhell.nodes import (
-            ExternalLink,
-            Heading,
-            HTMLEntity,
-            Tag,
-            Template,
-            Text,
-            Wikilink,
-        )
-
         out: list[str] = []
         for node in code.nodes:
             if isinstance(node, Text):
@@ -194,8 +195,6 @@ class _Renderer:
         if ":" in name and not name.startswith("#"):
             function = name.split(":", 1)[0]
             if function in _COLON_FUNCTIONS:
-                import mwparserfromhell
-
                 inner = self.render(mwparserfromhell.parse(raw_name.split(":", 1)[1]), math)
                 return _COLON_FUNCTIONS[function](inner.strip())
         handler = _TEMPLATES.get(name) or _family(name)
@@ -594,8 +593,6 @@ class Sentences(NamedTuple):
 
 def parse(wikitext: str):
     """The mwparserfromhell tree of an article, after MediaWiki's preprocessing (`preprocess`)."""
-    import mwparserfromhell
-
     return mwparserfromhell.parse(preprocess(wikitext))
 
 

@@ -20,7 +20,10 @@ import collections
 import os
 import random
 import sys
+from pydoc_data.topics import topics as help_topics
 
+from albert.cli import flags
+from albert.demo.sample import _document
 from albert.errors import FlagError
 
 # Four topics about different things (the debugger, format strings, dictionaries, comparisons),
@@ -38,10 +41,6 @@ def _is_prose(sentence: str) -> bool:
 
 def topic_sentences(topics=DEFAULT_TOPICS) -> dict[str, list[str]]:
     """{topic: its sentences} from CPython's pydoc help topics, each sentence once."""
-    from pydoc_data.topics import topics as help_topics
-
-    from albert.demo.sample import _document
-
     unknown = [t for t in topics if t not in help_topics]
     if unknown:
         raise FlagError(f"unknown help topic(s) {', '.join(unknown)}; some that exist: "
@@ -134,8 +133,6 @@ def write_task(output_dir: str, task: str = "topic", topics=DEFAULT_TOPICS, seed
 
 
 def main(argv=None) -> int:
-    from albert.cli import flags  # the command-line layer (this main is a tool)
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=flags.HelpFormatter)
     p.add_argument("--output_dir", required=True)

@@ -20,8 +20,10 @@ import re
 import sys
 import sysconfig
 from collections.abc import Iterator
+from pydoc_data.topics import topics
 
 from albert.data.text import split_sentences
+from albert.demo.facts import registry_documents
 
 _RULE = re.compile(r"^[*=\-~^]{3,}$")
 
@@ -48,8 +50,6 @@ def _document(text: str) -> list[str]:
 
 
 def pydoc_documents() -> Iterator[list[str]]:
-    from pydoc_data.topics import topics
-
     for name in sorted(topics):
         doc = _document(topics[name])
         if doc:
@@ -77,8 +77,6 @@ def docstring_documents() -> Iterator[list[str]]:
 
 def pydoc_and_fact_documents() -> Iterator[list[str]]:
     """The help topics, then albert.demo.facts' registry: the demo's pretraining text."""
-    from albert.demo.facts import registry_documents
-
     yield from pydoc_documents()
     yield from registry_documents()
 

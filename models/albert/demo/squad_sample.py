@@ -24,8 +24,10 @@ import os
 import random
 import sys
 
+from albert.cli import flags
 from albert.demo import facts
 from albert.demo.sample import pydoc_documents
+from albert.tasks.squad import VERSIONS
 
 ENTITIES = ["zorvan", "quillet", "marbo", "tessel", "ovrin", "calder", "brisk", "halvard",
             "pellin", "ursa", "norrik", "vesper", "dunmore", "fennick", "grisel", "ambrose"]
@@ -186,9 +188,6 @@ def write_sample(output_dir: str, version: str = "v2.0", train_questions: int = 
 
 
 def main(argv=None):
-    from albert.cli import flags  # the command-line layer (this main is a tool)
-    from albert.tasks.squad import VERSIONS
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=flags.HelpFormatter)
     p.add_argument("--output_dir", required=True)

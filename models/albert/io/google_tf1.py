@@ -120,6 +120,8 @@ def google_checkpoint_prefix(directory: str) -> str | None:
 def load_google(cls, directory: str, config: AlbertConfig | None, require_heads: bool,
                 prefix: str | None = None, options: dict | None = None):
     """A Google ALBERT directory (or one checkpoint `prefix` in it) -> `cls` with its weights."""
+    # TensorFlow only here: the command-line tools import this module (cli.resolve,
+    # tasks.runner) and answer --help and --plan_only without it.
     import tensorflow as tf
 
     config_path = google_config_path(directory)

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from albert.data.tokenization import write_tokenizer_files
 from albert.errors import CheckpointError
 from albert.io.weights import assign, check_config
 from albert.model.config import AlbertConfig
@@ -98,7 +99,7 @@ def read_state_dict(directory: str) -> dict[str, np.ndarray]:
     st_path = os.path.join(directory, SAFETENSORS_NAME)
     pt_path = os.path.join(directory, PYTORCH_NAME)
     if os.path.exists(st_path):
-        from safetensors.numpy import load_file
+        from safetensors.numpy import load_file  # only Hugging Face weight files need it
 
         try:
             return load_file(st_path)
@@ -106,7 +107,7 @@ def read_state_dict(directory: str) -> dict[str, np.ndarray]:
             raise CheckpointError(f"cannot read {st_path}: {e}") from None
     if os.path.exists(pt_path):
         try:
-            import torch
+            import torch  # optional and heavy: only a pytorch_model.bin needs it
         except ImportError:
             raise CheckpointError(
                 f"{pt_path} is a PyTorch pickle and reading it needs torch; install torch or "
@@ -173,7 +174,7 @@ def write_huggingface(model, directory: str, spm_model: str | None = None,
     """Write config.json + model.safetensors (+ the tokenizer files of `spm_model`, + each
     {file name: object} of extra_json) into the existing `directory`, so that transformers loads
     it. Not atomic by itself: io.pretrained.save_pretrained writes through albert.fs."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save_file  # only Hugging Face weight files need it
 
     if getattr(model.config, "pre_layer_norm", False):
         logger.warning(
@@ -195,8 +196,6 @@ def write_huggingface(model, directory: str, spm_model: str | None = None,
         f.write("\n")
     save_file(tensors, os.path.join(directory, SAFETENSORS_NAME), metadata={"format": "pt"})
     if spm_model:
-        from albert.data.tokenization import write_tokenizer_files
-
         write_tokenizer_files(spm_model, directory)
     for name, obj in (extra_json or {}).items():
         with open(os.path.join(directory, name), "w", encoding="utf-8") as f:

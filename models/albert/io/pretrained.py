@@ -113,6 +113,8 @@ def _training_checkpoint(path: str) -> str | None:
     A prefix, or a directory of ckpt-<step> files: the latest its `checkpoint` index names, else
     (index missing or stale) the highest step present.
     """
+    # TensorFlow only here: the command-line tools import this module (cli.resolve,
+    # tasks.runner) and answer --help and --plan_only without it.
     import tensorflow as tf
 
     if os.path.isfile(path + ".index"):
@@ -142,6 +144,8 @@ def load_model(cls, path, **options):
     as a QA model) raises CheckpointError instead of serving fresh random weights. options:
     num_labels / label_names of a sequence classifier (see the class's head_options).
     """
+    # TensorFlow only here: the command-line tools import this module (cli.resolve,
+    # tasks.runner) and answer --help and --plan_only without it.
     import tensorflow as tf
 
     path = os.fspath(path).rstrip("/") or "/"

@@ -15,8 +15,11 @@ import os
 import shlex
 import shutil
 
+from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
 from albert.fs import new_directory, staged_directory
+from albert.io.pretrained import load_model
+from albert.io.task_card import read_task_card, write_task_card
 from albert.model import MODEL_INPUTS
 
 logger = logging.getLogger(__name__)
@@ -34,6 +37,7 @@ CARD_TASKS = {"squad": "qa", "classification": "classification",
 
 def model_class(task: str):
     """The model class an export task needs (TASKS), imported only when asked for."""
+    # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
     import albert.model.modeling
 
     if task not in TASKS:
@@ -47,6 +51,7 @@ def float32_copy(model):
     A model trained under a mixed-precision policy (run_squad --precision bf16/fp16) computes
     its matmuls in 16 bits; the export serves full precision whatever the training used.
     """
+    # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
     import keras
 
     if model.dtype_policy.compute_dtype == "float32":
@@ -169,6 +174,7 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     Written to a temporary sibling that then replaces `output_dir` (albert.fs), so a model
     server watching the parent never sees a half-written version.
     """
+    # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
     import tensorflow as tf
 
     if task not in TASKS:
@@ -178,8 +184,6 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         raise FlagError(f"--head {task} needs a model with a {head} head; "
                         f"{type(model).__name__} has none")
     if spm_model is not None:
-        from albert.data.tokenization import load_spm
-
         load_spm(spm_model)  # a clear error now rather than a useless export
     if task == "classification":
         card = classifier_card(model, card)
@@ -202,8 +206,6 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         model.config.to_json_file(os.path.join(staging, "config.json"))
         assets = [os.path.join(staging, "config.json")]
         if card is not None:
-            from albert.io.task_card import write_task_card
-
             assets.append(write_task_card(staging, card))
         if spm_model is not None:
             shutil.copyfile(spm_model, os.path.join(staging, "spiece.model"))
@@ -250,14 +252,10 @@ def export_after_run(spec, model, task: str, dist) -> str | None:
     out = spec.outputs
     if not out.export_dir or not dist.is_chief:
         return None
-    from albert.io.task_card import read_task_card
-
     card = read_task_card(out.checkpoint_dir if spec.trains
                           else spec.model.checkpoint_path or out.checkpoint_dir)
     best = os.path.join(out.checkpoint_dir, "best")
     if spec.trains and out.keep_best and os.path.isdir(best):
-        from albert.io.pretrained import load_model
-
         model = load_model(type(model), best)
         logger.info("exporting the best model (--keep_best %s): %s", out.keep_best, best)
     path = export_saved_model(model, out.export_dir, task, spm_model=spec.vocabulary, card=card)

@@ -8,6 +8,7 @@ Google's `albert_config.json` (the TF1 releases) is read with `from_google_json_
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -142,8 +143,6 @@ def check_field(name: str, value: Any) -> Any:
             raise ConfigError(f"AlbertConfig.initializer_range must be a finite number of at "
                               f"least 0, got {value!r}")
         return value
-    import difflib
-
     near = difflib.get_close_matches(name, [f.name for f in dataclasses.fields(AlbertConfig)], 1)
     raise ConfigError(f"{name!r} is not an AlbertConfig field"
                       + (f" (did you mean {near[0]}?)" if near else ""))

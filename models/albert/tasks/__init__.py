@@ -8,10 +8,13 @@ runner modules (run_pretraining, run_squad, run_classifier) are their flags and 
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from albert.model import MODEL_INPUTS
+from albert.train import run_spec
 
 
 @dataclass
@@ -74,9 +77,7 @@ class Task:
 
     def data_files(self) -> list[str]:
         """The training data as the run record holds it (run_spec.data_files)."""
-        from albert.train.run_spec import data_files
-
-        return data_files(self.spec.data["train"])
+        return run_spec.data_files(self.spec.data["train"])
 
     def labels(self):
         """Labels in id order, for the run spec (None: the task has none)."""
@@ -107,6 +108,8 @@ def inference_fn(model, xla: bool, outputs: tuple, _cache: dict = {}):  # noqa: 
     """inputs -> model(inputs, training=False)[each of outputs], traced once per model and XLA
     setting and kept: --eval_frequency evaluates many times, and each new tf.function would trace
     (and under XLA compile) again."""
+    # TensorFlow only when a task evaluates: the commands import albert.tasks (their flags'
+    # choices and defaults) and answer --help and --plan_only without it.
     import tensorflow as tf
 
     key = (id(model), xla, outputs)
@@ -126,9 +129,6 @@ def cached_features(path: str, key: str, spec, dist, write, training: bool) -> s
     """The cache prefix of `path`'s features under --cache_dir, written by rank 0 with
     write(prefix) when not cached yet; every rank waits for it. Training features carry the seed
     in their name (they are shuffled by it before they are cached)."""
-    import logging
-    import os
-
     name = f"{os.path.basename(path)}.{key}" + (f".seed{spec.execution.seed}" if training else "")
     prefix = os.path.join(spec.outputs.cache_dir, name)
     if dist.is_chief:

@@ -10,12 +10,23 @@ import json
 import logging
 import math
 import os
+import random
 
+import numpy as np
+
+from albert.data import classification as data
 from albert.errors import FlagError
+from albert.eval.classification_scoring import classification_scores, regression_scores
+from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
 from albert.tasks import Evaluation, Task, cached_features, inference_fn
+from albert.train.run_dir import read_run_record
 
 logger = logging.getLogger("albert.classifier")
+
+# This module imports no TensorFlow: run_classifier reads its FEATURES and REPORTED and answers
+# --help and --plan_only without it. The model, the losses and tf.data are imported in the
+# methods that use them.
 
 FEATURES = {"max_seq_length": 128}
 REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
@@ -56,8 +67,6 @@ class ClassifierTask(Task):
 
     # -- data -----------------------------------------------------------------------------------
     def setup(self, dist, tokenizer) -> None:
-        from albert.data import classification as data
-
         spec = self.spec
         self.tokenizer = tokenizer
         # Every rank reads and checks the files, so a bad row stops them all alike.
@@ -86,10 +95,6 @@ class ClassifierTask(Task):
         """The cache prefix of a file's features. Training features are shuffled (seeded)
         before they are cached, so the trainer's shuffle buffer does not read them in file order
         (files are often sorted by label)."""
-        import random
-
-        from albert.data import classification as data
-
         spec = self.spec
         path, examples = spec.data[role][0], self.examples[role]
         seq = spec.features["max_seq_length"]
@@ -110,6 +115,7 @@ class ClassifierTask(Task):
 
     # -- the model ------------------------------------------------------------------------------
     def model_class(self):
+        # TensorFlow: see the note at the top.
         from albert.model.modeling import AlbertForSequenceClassification
 
         return AlbertForSequenceClassification
@@ -122,9 +128,8 @@ class ClassifierTask(Task):
         checkpoint in --checkpoint_dir). Takes the task and labels from the model (its run
         record, else its id2label) when the flags did not say them; flags that say other labels
         are refused (in another order they would swap its answers)."""
-        from albert.io.pretrained import load_model
+        # TensorFlow: see the note at the top.
         from albert.model.modeling import AlbertForSequenceClassification
-        from albert.train.run_dir import read_run_record
 
         spec = self.spec
         path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir
@@ -170,8 +175,6 @@ class ClassifierTask(Task):
     def check_model(self, model, dist) -> None:
         """The evaluation features, once the labels are known (an evaluation-only run takes
         them from the model)."""
-        from albert.data import classification as data
-
         if dist.is_chief:
             logger.info("%s: %s", self.name, "one output" if self.regression else
                         f"{len(self.label_names)} labels ({', '.join(self.label_names[:10])}"
@@ -186,13 +189,11 @@ class ClassifierTask(Task):
 
     # -- training -------------------------------------------------------------------------------
     def training_examples(self) -> int:
-        from albert.data import classification as data
-
         return data.read_feature_meta(self.train_prefix)["examples"]
 
     @property
     def loss(self):
-        from albert.tasks import losses
+        from albert.tasks import losses  # TensorFlow: see the note at the top
 
         if self.regression:
             return losses.regression_loss, losses.REGRESSION_METRICS, losses.regression_metrics
@@ -200,9 +201,9 @@ class ClassifierTask(Task):
                 losses.classification_metrics)
 
     def training_data(self, plan, skip_records: int, dist):
+        # TensorFlow: see the note at the top.
         import tensorflow as tf
 
-        from albert.data import classification as data
         from albert.data.reader import resumable_skip
 
         o = self.spec.options
@@ -271,10 +272,7 @@ class ClassifierTask(Task):
 def predict(model, prefix, spec, dist, xla: bool, regression: bool):
     """Every example's (index [N], logits [N, C], labels [N]), in file order, on every rank:
     each rank runs its share of the features, then all shares are gathered."""
-    import numpy as np
-    import tensorflow as tf
-
-    from albert.data import classification as data
+    import tensorflow as tf  # see the note at the top
 
     o = spec.options
     records, parse = data.feature_dataset(prefix, regression, spec.features["max_seq_length"],
@@ -305,8 +303,6 @@ def _finite(value):
 
 
 def _prediction_texts(task, logits) -> list[str]:
-    import numpy as np
-
     if task.regression:
         # Every digit (repr): rounded, close predictions tie, and Pearson and Spearman computed
         # from the file differ from the ones reported.
@@ -317,8 +313,6 @@ def _prediction_texts(task, logits) -> list[str]:
 def score(task, index, logits, labels, step) -> dict:
     """Score every evaluation prediction at once, write eval_results.json and
     eval_predictions.tsv, and return the scores (rank 0)."""
-    from albert.eval.classification_scoring import classification_scores, regression_scores
-
     output_dir, eval_file = task.spec.outputs.output_dir, task.spec.data["eval"][0]
     if task.regression:
         scores = regression_scores(logits[:, 0], labels)

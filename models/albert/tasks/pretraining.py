@@ -12,9 +12,16 @@ import subprocess
 import sys
 import tempfile
 
+from albert.errors import DataError
+from albert.io.pretrained import save_pretrained
 from albert.tasks import Evaluation, Task
+from albert.train import run_spec
 
 logger = logging.getLogger("albert.pretraining")
+
+# This module imports no TensorFlow: run_pretraining --plan_only reads PretrainingTask without it.
+# The model, the losses and the record reader (albert.data.reader), which import TensorFlow, are
+# imported in the methods that use them.
 
 
 class PretrainingTask(Task):
@@ -31,6 +38,7 @@ class PretrainingTask(Task):
 
     def __init__(self, spec):
         super().__init__(spec)
+        # TensorFlow: see the note at the top.
         from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
 
         self.loss_fn, self.metric_names, self.metrics_fn = pretraining_loss, \
@@ -45,8 +53,8 @@ class PretrainingTask(Task):
     def setup(self, dist, tokenizer) -> None:
         """Checked on every rank before anything is built, so a bad file is one error, not a
         crash at the first validation or a rank that hangs the others with nothing to read."""
+        # TensorFlow: see the note at the top.
         from albert.data.reader import (
-            DataError,
             check_all_record_shapes,
             check_ranks_have_records,
             count_nonempty_files,
@@ -75,22 +83,23 @@ class PretrainingTask(Task):
                                 "--val_dir)")
 
     def model_class(self):
+        # TensorFlow: see the note at the top.
         from albert.model.modeling import AlbertForPreTraining
 
         return AlbertForPreTraining
 
     def check_model(self, model, dist) -> None:
-        from albert.data.reader import check_token_ids  # ids past the embedding table: stop here
+        # Ids past the embedding table: stop here. (TensorFlow: see the note at the top.)
+        from albert.data.reader import check_token_ids
 
         check_token_ids([*self.train_files, *self.val_files], model.config.vocab_size,
                         self.spec.vocabulary)
 
     def data_files(self) -> list[str]:
-        from albert.train.run_spec import data_files
-
-        return data_files(self.train_files)
+        return run_spec.data_files(self.train_files)
 
     def training_data(self, plan, skip_records: int, dist):
+        # TensorFlow: see the note at the top.
         from albert.data.reader import pretraining_dataset
 
         spec = self.spec
@@ -103,12 +112,14 @@ class PretrainingTask(Task):
         ).batch(plan.accumulation, drop_remainder=True)
 
     def explain_data_error(self, error):
-        from albert.data.reader import DataError, data_loss_message
+        # TensorFlow: see the note at the top.
+        from albert.data.reader import data_loss_message
 
         return DataError(data_loss_message(error, self.my_files, self.spec.data["train"][0],
                                            self.spec.options["filesystem_prefix"]))
 
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
+        # TensorFlow: see the note at the top.
         from albert.data.reader import pretraining_dataset
         from albert.tasks.losses import pretraining_metrics
 
@@ -145,6 +156,7 @@ class PretrainingTask(Task):
 
 def unigram_mlm_accuracy(files, max_seq_length: int, max_predictions: int) -> float:
     """The MLM accuracy of always answering the most frequent masked token of `files`."""
+    # TensorFlow: see the note at the top.
     import tensorflow as tf
 
     from albert.data.reader import pretraining_feature_spec
@@ -168,8 +180,6 @@ def squad_during_pretraining(model, spec, dist) -> dict:
         return {}
     o = spec.options
     with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
-        from albert.io.pretrained import save_pretrained
-
         save_pretrained(model, os.path.join(tmp, "model"), spm_model=spec.vocabulary)
         xla = "off" if spec.execution.eager else spec.execution.xla
         cmd = [

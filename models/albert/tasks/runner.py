@@ -14,11 +14,28 @@ import math
 import os
 import time
 
+from albert.data.tokenization import load_tokenizer
 from albert.errors import FlagError
 from albert.io.pretrained import load_pretrained, save_pretrained
-from albert.train.run_spec import RunSpec, check_fits, model_config
+from albert.io.savedmodel import export_after_run
+from albert.io.task_card import TASK_FILE, read_task_card, task_card
+from albert.train import distributed
+from albert.train.memory import choose_auto_batch, memory_plan_of, plan_only_lines
+from albert.train.run_dir import mark_finished, read_run_record, start_state, write_run_record
+from albert.train.run_spec import (
+    RunSpec,
+    check_fits,
+    check_vocabulary,
+    environment,
+    identity,
+    model_config,
+)
 
 logger = logging.getLogger("albert.tasks.runner")
+
+# This module imports no TensorFlow: the runners' --plan_only goes through run_or_plan without it.
+# Keras, TensorFlow and the training modules that import them (the trainer, its loop, checkpoints,
+# optimizers, precision, logging, the XLA plan) are imported in the functions that run a task.
 
 # The metrics each task's evaluation may report (some only for some data: f1 of a classifier for
 # two labels, exact_match for SQuAD v1.1, HasAns_/NoAns_/best_ for v2.0); higher is better for
@@ -31,8 +48,6 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     `plan_ranks` ranks and the memory plan per GPU; nothing else runs), or the run of
     task_class(spec)."""
     if spec.plan_only:
-        from albert.train.memory import plan_only_lines
-
         for line in plan_only_lines(spec, plan_ranks, head=task_class.head):
             print(line, flush=True)
         return 0
@@ -41,9 +56,9 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
 
 def run(task) -> int:
     """Run `task` (its spec in task.spec) to the end; 0 when it finished or stopped cleanly."""
+    # TensorFlow: see the note at the top.
     import keras
 
-    from albert.train import distributed
     from albert.train.precision import set_precision
     from albert.train.run_logging import MetricsLogger
 
@@ -55,16 +70,12 @@ def run(task) -> int:
     keras.utils.set_random_seed(spec.execution.seed)
     tokenizer = None
     if task.needs_tokenizer:
-        from albert.data.tokenization import load_tokenizer
-
         tokenizer = load_tokenizer(spec.vocabulary)
     task.setup(dist, tokenizer)
     spec = task.spec  # with what the data settled (the SQuAD version of the files)
     model = build_model(task) if spec.trains else task.fine_tuned_model(dist)
     check_fits(model.config, spec.features["max_seq_length"])
     if tokenizer is not None:
-        from albert.train.run_spec import check_vocabulary
-
         check_vocabulary(model.config, len(tokenizer), spec.vocabulary)
     task.check_model(model, dist)
 
@@ -135,7 +146,7 @@ def build_model(task):
 
 
 def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
-    from albert.train.xla_plan import plan_for_run
+    from albert.train.xla_plan import plan_for_run  # TensorFlow: see the note at the top
 
     return plan_for_run(spec.execution, dist, recorded)
 
@@ -143,16 +154,13 @@ def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
 def train(task, model, dist, metrics):
     """Train `model` (resuming the run in --checkpoint_dir when this command describes it).
     Returns (status "done" | "stopped" | "finished", step, XLA plan, the tracked evaluations)."""
+    # TensorFlow: see the note at the top.
     import tensorflow as tf
 
     from albert.model.recompute import set_recompute
-    from albert.train import distributed
     from albert.train.checkpoint_store import CheckpointStore
     from albert.train.loop import fit
-    from albert.train.memory import choose_auto_batch, memory_plan_of
     from albert.train.optimization import make_optimizer
-    from albert.train.run_dir import mark_finished, read_run_record, start_state
-    from albert.train.run_spec import environment, identity
     from albert.train.trainer import Trainer
 
     spec = task.spec
@@ -266,8 +274,6 @@ def _periodic(evaluation, trainer, total_steps, xla, spec, model, dist):
 def save_final(task, model, record: dict) -> str:
     """<checkpoint_dir>/final: the trained model in Hugging Face format with its vocabulary and
     (fine-tuned) its task card: the windows and labels it was tuned with (rank 0)."""
-    from albert.io.task_card import TASK_FILE, task_card
-
     spec = task.spec
     path = os.path.join(spec.outputs.checkpoint_dir, "final")
     save_pretrained(model, path, spm_model=spec.vocabulary,
@@ -281,8 +287,6 @@ def export(task, model, dist) -> str | None:
     spec = task.spec
     if not spec.outputs.export_dir or task.export_task is None:
         return None
-    from albert.io.savedmodel import export_after_run
-
     return export_after_run(spec, model, task.export_task, dist)
 
 
@@ -305,9 +309,6 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its
     run.json under "best"), the model goes to <checkpoint_dir>/best (a Hugging Face export with
     its task card). Returns whether it did (rank 0)."""
-    from albert.io.task_card import TASK_FILE, read_task_card
-    from albert.train.run_dir import read_run_record, write_run_record
-
     metric = spec.outputs.keep_best
     if not metric or not dist.is_chief or not scores:
         return False

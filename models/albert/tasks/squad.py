@@ -7,11 +7,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 
+from albert.data import squad
+from albert.eval.squad_scoring import detect_version, evaluate
+from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
 from albert.tasks import Evaluation, Task, cached_features, inference_fn
 
 logger = logging.getLogger("albert.squad")
+
+# This module imports no TensorFlow: run_squad, answer and squad_eval read its VERSIONS and WINDOWS
+# and answer --help and --plan_only without it. The model and the losses (TensorFlow) are
+# imported in the methods that use them.
 
 VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
 WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
@@ -28,6 +36,7 @@ class SquadTask(Task):
 
     def __init__(self, spec):
         super().__init__(spec)
+        # TensorFlow: see the note at the top.
         from albert.tasks.losses import SQUAD_METRICS, squad_loss, squad_metrics
 
         self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
@@ -36,8 +45,6 @@ class SquadTask(Task):
         self.version = None
 
     def settings(self):
-        from albert.data import squad
-
         f = self.spec.features
         return squad.FeatureSettings(f["max_seq_length"], f["doc_stride"], f["max_query_length"])
 
@@ -45,10 +52,6 @@ class SquadTask(Task):
         """Cached features for `path`: (examples, parsed json, cache prefix). Training features
         are shuffled (seeded) before they are cached, so the trainer's shuffle buffer does not
         read them in article order (the reference shuffles its examples)."""
-        import random
-
-        from albert.data import squad
-
         spec = self.spec
         examples, data, stats = squad.read_squad(path)
         if dist.is_chief:
@@ -69,8 +72,6 @@ class SquadTask(Task):
         return examples, data, cached_features(path, key, spec, dist, write, training)
 
     def setup(self, dist, tokenizer) -> None:
-        from albert.eval.squad_scoring import detect_version
-
         spec = self.spec
         if spec.data.get("predict"):
             self.scored = self._features(spec.data["predict"][0], tokenizer, False, dist)
@@ -82,6 +83,7 @@ class SquadTask(Task):
             self.spec = spec.replace(features={**spec.features, "squad_version": self.version})
 
     def model_class(self):
+        # TensorFlow: see the note at the top.
         from albert.model.modeling import AlbertForQuestionAnswering
 
         return AlbertForQuestionAnswering
@@ -90,24 +92,18 @@ class SquadTask(Task):
         """Every weight, the QA head included, from --checkpoint_path (default: the latest
         checkpoint in --checkpoint_dir). A checkpoint without a QA head is an error, never a
         randomly initialised head."""
-        from albert.io.pretrained import load_model
-
         path = self.spec.model.checkpoint_path or self.spec.outputs.checkpoint_dir
         model = load_model(self.model_class(), path)
         logger.info("predicting with the fine-tuned weights of %s", path)
         return model
 
     def training_examples(self) -> int:
-        from albert.data import squad
-
         records, _ = squad.feature_dataset(self.train_prefix, self.spec.features["max_seq_length"])
         return sum(1 for _ in records)
 
     def training_data(self, plan, skip_records: int, dist):
         """Updates of windows of one length bucket, seeded and shuffled across buckets
         (--padding batch), or every window padded to --max_seq_length (--padding max)."""
-        from albert.data import squad
-
         spec = self.spec
         return squad.training_batches(self.train_prefix, plan.micro_batch, plan.accumulation,
                                       spec.features["max_seq_length"], spec.execution.seed,
@@ -133,8 +129,6 @@ class SquadTask(Task):
         v1.1: 0), by the official rules."""
         if "eval" not in final:
             return None
-        from albert.eval.squad_scoring import detect_version, evaluate
-
         _, data, _ = self.scored
         version = VERSIONS.get(self.spec.options.get("squad_version")) or detect_version(data)
         empty = {qa["id"]: "" for article in data["data"] for paragraph in article["paragraphs"]
@@ -148,8 +142,6 @@ def predict(model, prefix, spec, dist, xla: bool) -> dict:
     """This rank's share of the features -> {feature_index: (start, end)} over each window's real
     tokens (padding is never an answer, and so trimmed they do not depend on how a batch was
     padded), gathered on rank 0."""
-    from albert.data import squad
-
     batches = squad.prediction_batches(prefix, spec.options["eval_batch_size"],
                                        spec.features["max_seq_length"],
                                        spec.features.get("padding", "max"), rank=dist.rank,
@@ -169,9 +161,6 @@ def predict(model, prefix, spec, dist, xla: bool) -> dict:
 def score(spec, examples, data, prefix, results) -> dict:
     """Post-process logits into answers, write the prediction files, score them with the
     official rules and return the scores (rank 0)."""
-    from albert.data import squad
-    from albert.eval.squad_scoring import detect_version, evaluate
-
     options, output_dir = spec.options, spec.outputs.output_dir
     version = VERSIONS.get(options.get("squad_version")) or detect_version(data)
     meta = squad.read_feature_meta(prefix)

@@ -21,6 +21,7 @@ import time
 import tensorflow as tf
 
 from albert.errors import CheckpointError
+from albert.model.config import AlbertConfig
 from albert.train.distributed import on_chief
 from albert.train.input_positions import (
     POSITIONS_DIR,
@@ -143,8 +144,6 @@ class CheckpointStore:
     def check_config(self, directory: str) -> None:
         """Refuse a checkpoint trained with another model config (dropout aside, which changes no
         weight): its weights would load into the wrong shapes, or worse, the right ones."""
-        from albert.model.config import AlbertConfig
-
         path = os.path.join(directory, "config.json")
         if self.config is None or not os.path.exists(path):
             return

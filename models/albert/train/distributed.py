@@ -3,13 +3,16 @@
 `init()` returns a `Distributed` whose methods are no-ops for a single process, so the trainers
 never branch on whether Horovod is there. Under `horovodrun`/`mpirun` (detected from the launcher's
 environment) Horovod is required and a missing install is a clear error.
+
+Horovod and TensorFlow are imported where a run uses them (init): the command-line tools read
+launched_by_horovod and on_chief from here and answer --plan_only without TensorFlow.
 """
 
 from __future__ import annotations
 
 import os
 
-import tensorflow as tf
+from albert.errors import AlbertError
 
 _LAUNCHER_VARS = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 
@@ -48,10 +51,12 @@ class Distributed:
 
 class HorovodDistributed(Distributed):
     def __init__(self):
+        # Horovod (optional) only under a launcher; TensorFlow: see the module's docstring.
         import horovod.tensorflow as hvd
+        import tensorflow as tf
 
         hvd.init()
-        self.hvd = hvd
+        self.hvd, self.tf = hvd, tf
         self.rank, self.size = hvd.rank(), hvd.size()
         self.local_rank, self.local_size = hvd.local_rank(), hvd.local_size()
 
@@ -74,7 +79,7 @@ class HorovodDistributed(Distributed):
         if self.size == 1:
             return
         for var in variables:
-            var.assign(self.hvd.broadcast(tf.convert_to_tensor(var), root_rank=root_rank))
+            var.assign(self.hvd.broadcast(self.tf.convert_to_tensor(var), root_rank=root_rank))
 
     def allgather_object(self, obj) -> list:
         if self.size == 1:
@@ -83,15 +88,13 @@ class HorovodDistributed(Distributed):
 
     def barrier(self) -> None:
         if self.size > 1:
-            self.hvd.allreduce(tf.constant(0.0), name="barrier")
+            self.hvd.allreduce(self.tf.constant(0.0), name="barrier")
 
 
 def on_chief(dist: Distributed, fn):
     """fn() on rank 0 and its result on every rank. An error there is raised on every rank (the
     user's errors with rank 0's message): the others would otherwise wait at the next collective
     operation for a rank that has stopped."""
-    from albert.errors import AlbertError
-
     result = error = None
     if dist.is_chief:
         try:
@@ -132,6 +135,8 @@ def init() -> Distributed:
 
 def _pin_gpu(local_rank: int) -> None:
     """One GPU per process (the usual Horovod layout); memory grows as needed."""
+    import tensorflow as tf  # see the module's docstring
+
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus:
         return

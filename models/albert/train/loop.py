@@ -8,6 +8,7 @@ import sys
 import time
 
 import tensorflow as tf
+from tqdm import tqdm
 
 from albert.errors import DataError, FlagError
 
@@ -46,8 +47,6 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
     checkpoint_frequency steps (0: only at the end), at the end, and on SIGTERM. A corrupt input
     record (DataLossError) saves the progress made so far, then raises explain_data_error(error).
     """
-    from tqdm import tqdm
-
     if log_frequency < 1:
         raise FlagError(f"--log_frequency must be at least 1, got {log_frequency}")
     dist = trainer.dist

@@ -250,6 +250,7 @@ def synthetic_batch(loss: str, micro_batch: int, seq_length: int, vocab_size: in
                     max_predictions: int = 20) -> dict:
     """`micro_batch` full-length sequences [micro_batch, seq_length] with the features a runner's
     loss reads: loss is "pretraining", "squad", "classification" or "regression"."""
+    # TensorFlow only for the trial steps: --plan_only reads this module without it.
     import tensorflow as tf
 
     b, s = micro_batch, seq_length
@@ -275,6 +276,7 @@ def synthetic_batch(loss: str, micro_batch: int, seq_length: int, vocab_size: in
 
 
 def _out_of_memory(error: Exception) -> bool:
+    # TensorFlow only for the trial steps: --plan_only reads this module without it.
     import tensorflow as tf
 
     if isinstance(error, tf.errors.ResourceExhaustedError):
@@ -290,6 +292,7 @@ def micro_batch_trial(model, loss_fn, make_batch, jit: bool, reserve_bytes: int 
     trainer compiles its gradient, while `reserve_bytes` more are held on the device (what the run
     holds beside it and has not created yet: optimizer slots, the accumulated gradients, the
     allreduce buffers). False when the device runs out of memory."""
+    # TensorFlow only for the trial steps: --plan_only reads this module without it.
     import tensorflow as tf
 
     variables = model.trainable_variables

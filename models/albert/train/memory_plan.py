@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from albert.errors import FlagError
-from albert.model.config import RECOMPUTE_MODES  # --recompute's modes, as the model applies them
+
+# RECOMPUTE_MODES: --recompute's modes, as the model applies them
+from albert.model.config import RECOMPUTE_MODES, AlbertConfig
 
 GIB = 2 ** 30
 HEADS = ("pretraining", "squad", "classifier")
@@ -212,8 +214,6 @@ def fits_table(sizes, seq_lengths, precisions, memory_gb, *, ranks: int = 8,
     """Markdown rows: for each preset x sequence length x precision, the largest micro-batch per
     GPU on each memory size, without / with --recompute layers (pretraining, LAMB, `ranks` ranks
     and gradient accumulation, the safety margin of --per_gpu_batch_size auto kept free)."""
-    from albert.model.config import AlbertConfig
-
     rows = ["| model | seq | precision | " + " | ".join(f"{gb} GB" for gb in memory_gb) + " |",
             "| --- | --- | --- |" + " --- |" * len(memory_gb)]
     for size in sizes:

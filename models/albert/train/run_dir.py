@@ -11,15 +11,18 @@ from elsewhere, starts anew, or refuses a command that describes another run.
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 import logging
 import os
 import shutil
+import socket
 import time
 
 from albert.errors import CheckpointError
 from albert.train.distributed import on_chief
+from albert.train.run_spec import check_resume
 
 logger = logging.getLogger("albert.train.run_dir")
 
@@ -69,9 +72,6 @@ def lock_run_directory(directory: str) -> None:
     crash is never stale. The file records the holder's pid and host for the message. A
     filesystem without flock (some network mounts) gets a warning and no lock.
     """
-    import fcntl
-    import socket
-
     os.makedirs(directory, exist_ok=True)
     key = os.path.realpath(directory)
     if key in _held_locks:
@@ -156,8 +156,6 @@ def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
         resumed = store.restore_latest()
         if resumed:
             if "spec" in record:
-                from albert.train.run_spec import check_resume
-
                 record["spec"] = check_resume(previous, record["spec"], directory,
                                               int(trainer.step))
             logger.info("resuming from %s", resumed)

@@ -16,12 +16,16 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import importlib.metadata as md
 import logging
 import os
 import sys
 from dataclasses import dataclass, field
 
+from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
+from albert.model.config import PRESETS, AlbertConfig, check_field
+from albert.train.batch_plan import PlanError, resolve_batch_plan
 
 logger = logging.getLogger("albert.train.run_spec")
 
@@ -102,6 +106,8 @@ class Optimization:
 
     def schedule(self, total_steps: int):
         """step -> learning rate (optimization.learning_rate_at with this spec's values)."""
+        # optimization imports TensorFlow; this module stays without it for the command-line
+        # tools (cli.flags, cli.resolve, --plan_only).
         from albert.train.optimization import learning_rate_at
 
         warmup = self.warmup(total_steps)
@@ -129,8 +135,6 @@ class Batching:
 
     def plan(self, ranks: int):
         """The BatchPlan for `ranks` processes (FlagError naming the flags that disagree)."""
-        from albert.train.batch_plan import PlanError, resolve_batch_plan
-
         if self.auto:
             raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.train.memory) "
                             "before the batch plan")
@@ -202,8 +206,6 @@ class RunSpec:
 
 def parse_override(item: str):
     """--config_override KEY=VALUE -> (key, checked value)."""
-    from albert.model.config import check_field
-
     if "=" not in item:
         raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
     key, raw = item.split("=", 1)
@@ -229,8 +231,6 @@ def parse_override(item: str):
 def model_config(source: ModelSource, vocabulary: str | None):
     """The config a new model gets: --model_config or --model_size, then the vocabulary's size
     (or --vocab_size) and --config_override."""
-    from albert.model.config import PRESETS, AlbertConfig
-
     if source.model_config:
         data = AlbertConfig.from_json_file(source.model_config).to_dict()
     else:
@@ -239,8 +239,6 @@ def model_config(source: ModelSource, vocabulary: str | None):
                             f"{sorted(PRESETS)}")
         data = AlbertConfig.from_preset(source.model_size).to_dict()
     if vocabulary:
-        from albert.data.tokenization import load_spm
-
         data["vocab_size"] = load_spm(vocabulary).GetPieceSize()
     if source.vocab_size:
         data["vocab_size"] = source.vocab_size
@@ -307,9 +305,7 @@ def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int, data
 
 def environment() -> dict:
     """The command line and the versions that produced a run, for the record."""
-    import importlib.metadata as md
-
-    import tensorflow as tf
+    import tensorflow as tf  # a training run's record; the command-line tools run without it
 
     versions = {"python": sys.version.split()[0], "tensorflow": tf.__version__}
     for name in ("albert", "keras", "horovod", "transformers", "sentencepiece", "numpy"):

@@ -9,6 +9,7 @@ way on a busy host.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from typing import NamedTuple
 
@@ -111,8 +112,6 @@ def plan_for_run(execution, dist, recorded: dict | None = None) -> XlaPlan:
         return EAGER
     plan = choose_xla(execution.xla, execution.precision, dist, recorded=recorded)
     if recorded and (plan.gradient, plan.update) != (recorded["gradient"], recorded["update"]):
-        import logging
-
         logging.getLogger("albert.train.xla_plan").warning(
             "this command changes the run's XLA plan: it started with gradient %s, update %s; "
             "now %s", recorded["gradient"], recorded["update"], plan.describe())
