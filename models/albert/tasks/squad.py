@@ -114,11 +114,11 @@ class SquadTask(Task):
         if self.scored is None:
             return []
 
-        def evaluate(xla: bool, step: int) -> dict:
+        def predict_and_score(xla: bool, step: int) -> dict:
             results = predict(model, self.scored[2], self.spec, dist, xla)
             return score(self.spec, *self.scored, results) if dist.is_chief else {}
 
-        return [Evaluation("eval", self.spec.outputs.eval_frequency, evaluate)]
+        return [Evaluation("eval", self.spec.outputs.eval_frequency, predict_and_score)]
 
     def headline(self, prefix, scores) -> str:
         exact = scores.get("exact", scores.get("exact_match"))
