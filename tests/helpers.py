@@ -150,3 +150,58 @@ def run_in_process(module: str, argv) -> tuple:
         except SystemExit as e:
             code = e.code
     return code, out.getvalue(), err.getvalue()
+
+
+def tiny_config(vocab_size=2000):
+    """A 2-layer ALBERT small enough to export and serve in a test."""
+    from albert import AlbertConfig
+
+    return AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_hidden_groups=2, num_attention_heads=4,
+                        intermediate_size=48, max_position_embeddings=64)
+
+
+def serving_inputs(seed=0):
+    """Two batches ("a", "b") with different batch sizes and sequence lengths, padded rows
+    included, as a served model receives them: {case_input_name: int32 array}."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for case, (batch, seq) in (("a", (3, 11)), ("b", (5, 37))):
+        ids = rng.integers(5, 2000, size=(batch, seq), dtype=np.int32)
+        lengths = rng.integers(seq // 2, seq + 1, size=batch)
+        mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+        types = (np.arange(seq)[None, :] >= (lengths // 2)[:, None]).astype(np.int32) * mask
+        out.update({f"{case}_input_ids": ids * mask, f"{case}_attention_mask": mask,
+                    f"{case}_token_type_ids": types})
+    return out
+
+
+def keras_outputs(model, inputs, names):
+    """The Keras model's outputs `names` on serving_inputs' two batches, keyed as they are."""
+    out = {}
+    for case in ("a", "b"):
+        result = model({k: inputs[f"{case}_{k}"] for k in ("input_ids", "attention_mask",
+                                                            "token_type_ids")})
+        for name in names:
+            out[f"{case}_{name}"] = result[name].numpy()
+    return out
+
+
+def squad_json(qas, version):
+    """A SQuAD file's JSON with one paragraph holding `qas`."""
+    return {"version": version, "data": [{"title": "t", "paragraphs": [
+        {"context": "ctx", "qas": qas}]}]}
+
+
+def squad_v2_sample():
+    """Four v2.0 questions: two answerable (one with two gold answers), two unanswerable."""
+    return squad_json([
+        {"id": "a", "question": "?", "is_impossible": False,
+         "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "b", "question": "?", "is_impossible": False,
+         "answers": [{"text": "in 1990", "answer_start": 0}, {"text": "1990", "answer_start": 3}]},
+        {"id": "c", "question": "?", "is_impossible": True, "answers": []},
+        {"id": "d", "question": "?", "is_impossible": True, "answers": []},
+    ], "v2.0")

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+from helpers import keras_outputs, serving_inputs, tiny_config
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
 from albert.io.pretrained import save_pretrained
@@ -37,26 +38,6 @@ np.savez(sys.argv[3], **out)
 """
 
 
-def tiny(vocab_size=2000):
-    return AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32,
-                        num_hidden_layers=2, num_hidden_groups=2, num_attention_heads=4,
-                        intermediate_size=48, max_position_embeddings=64)
-
-
-def batches(seed=0):
-    """Two batches with different batch sizes and sequence lengths, padded rows included."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for case, (batch, seq) in (("a", (3, 11)), ("b", (5, 37))):
-        ids = rng.integers(5, 2000, size=(batch, seq), dtype=np.int32)
-        lengths = rng.integers(seq // 2, seq + 1, size=batch)
-        mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
-        types = (np.arange(seq)[None, :] >= (lengths // 2)[:, None]).astype(np.int32) * mask
-        out.update({f"{case}_input_ids": ids * mask, f"{case}_attention_mask": mask,
-                    f"{case}_token_type_ids": types})
-    return out
-
-
 def export(argv, check=True):
     proc = subprocess.run([sys.executable, "-m", "albert.export", *argv], capture_output=True,
                           text=True, timeout=300, env=ENV)
@@ -74,16 +55,6 @@ def serve_without_albert(saved_model, inputs, tmp_path):
     return dict(np.load(tmp_path / "outputs.npz"))
 
 
-def keras_outputs(model, inputs, names):
-    out = {}
-    for case in ("a", "b"):
-        result = model({k: inputs[f"{case}_{k}"] for k in ("input_ids", "attention_mask",
-                                                            "token_type_ids")})
-        for name in names:
-            out[f"{case}_{name}"] = result[name].numpy()
-    return out
-
-
 def trainer_checkpoint(model, directory):
     """What the checkpoint store (CheckpointStore) writes: model=... among other trackables,
     config.json."""
@@ -97,7 +68,7 @@ def trainer_checkpoint(model, directory):
 @pytest.mark.e2e
 def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
     tf.keras.utils.set_random_seed(0)
-    model = AlbertForQuestionAnswering(tiny()).build_for_config()
+    model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     trainer_checkpoint(model, tmp_path / "ckpt")
     out = tmp_path / "serving" / "1"
     proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--head", "qa",
@@ -116,7 +87,7 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
         assert f"outputs['{name}'] tensor_info:\n        dtype: DT_FLOAT\n        shape: (-1, -1)" \
             in signature, signature
 
-    inputs = batches()
+    inputs = serving_inputs()
     served = serve_without_albert(out, inputs, tmp_path)
     expected = keras_outputs(model, inputs, ("start_logits", "end_logits"))
     assert sorted(served) == sorted(expected)
@@ -129,14 +100,14 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
 @pytest.mark.e2e
 def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
     tf.keras.utils.set_random_seed(1)
-    model = AlbertForPreTraining(tiny()).build_for_config()
+    model = AlbertForPreTraining(tiny_config()).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "3"
     export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "pretraining",
             "--output_dir", str(out)])  # the vocabulary is found beside the weights
     with open(sample_vocab, "rb") as a, open(out / "assets" / "spiece.model", "rb") as b:
         assert a.read() == b.read()
-    inputs = batches(seed=1)
+    inputs = serving_inputs(seed=1)
     served = serve_without_albert(out, inputs, tmp_path)
     expected = keras_outputs(model, inputs, ("mlm_logits", "sop_logits"))
     assert served["b_mlm_logits"].shape == (5, 37, 2000)
@@ -153,7 +124,7 @@ def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
     ("pretraining_ckpt_as_qa", "lacks weights the AlbertForQuestionAnswering model needs"),
 ])
 def test_export_errors(case, message, sample_vocab, tmp_path):
-    model = AlbertForPreTraining(tiny()).build_for_config()
+    model = AlbertForPreTraining(tiny_config()).build_for_config()
     argv = ["--head", "qa", "--output_dir", str(tmp_path / "out")]
     if case == "missing":
         argv += ["--checkpoint_path", str(tmp_path / "nope")]
@@ -198,7 +169,7 @@ def tree(directory):
 def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_path):
     """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
     tokens. Refused, given or found beside the weights, and nothing is written."""
-    model = AlbertForQuestionAnswering(tiny(vocab_size=1000)).build_for_config()
+    model = AlbertForQuestionAnswering(tiny_config(vocab_size=1000)).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     message = ("the vocabulary {} has 2000 pieces but the model's vocab_size is 1000: pass "
                "the --spm_model it was trained with")
@@ -215,7 +186,7 @@ def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_pat
 @pytest.mark.e2e
 def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sample_vocab,
                                                                                 tmp_path):
-    model = AlbertForQuestionAnswering(tiny()).build_for_config()
+    model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     ckpt = tmp_path / "run" / "checkpoints"
     trainer_checkpoint(model, ckpt)
     (ckpt / "run.json").write_text("{}")
@@ -284,7 +255,7 @@ def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_fil
 
 @pytest.mark.e2e
 def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
-    model = AlbertForQuestionAnswering(tiny()).build_for_config()
+    model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     (tmp_path / "serving").write_text("not a directory")
     for out, where in ((tmp_path / "serving", "is a file"),
@@ -346,7 +317,7 @@ def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_pa
 
     tf.keras.utils.set_random_seed(3)
     labels = ["pos", "neg", "neutral"]  # not sorted: their order is the ids'
-    model = AlbertForSequenceClassification(tiny(), 3, labels).build_for_config()
+    model = AlbertForSequenceClassification(tiny_config(), 3, labels).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "1"
     proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",
@@ -358,7 +329,7 @@ def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_pa
                             "--signature_def", "serving_default"], capture_output=True,
                            text=True, timeout=120, env=ENV, check=True).stdout
     assert "outputs['logits'] tensor_info:\n      dtype: DT_FLOAT\n      shape: (-1, 3)" in shown
-    inputs = batches(seed=3)
+    inputs = serving_inputs(seed=3)
     served = serve_without_albert(out, inputs, tmp_path)
     for key, value in keras_outputs(model, inputs, ("logits",)).items():
         np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
@@ -373,7 +344,7 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     from albert.io.savedmodel import export_saved_model
     from albert.io.task_card import write_task_card
 
-    regression = AlbertForSequenceClassification(tiny(), 1).build_for_config()
+    regression = AlbertForSequenceClassification(tiny_config(), 1).build_for_config()
     out = export_saved_model(regression, str(tmp_path / "serving" / "1"), "classification")
     card = json.loads((tmp_path / "serving" / "1" / "assets" / "albert_task.json").read_text())
     assert card["task"] == "regression" and card["labels"] is None

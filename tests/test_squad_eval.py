@@ -8,28 +8,13 @@ import subprocess
 import sys
 
 import pytest
-
-
-def squad(qas, version):
-    return {"version": version, "data": [{"title": "t", "paragraphs": [
-        {"context": "ctx", "qas": qas}]}]}
-
-
-def v2_data():
-    return squad([
-        {"id": "a", "question": "?", "is_impossible": False,
-         "answers": [{"text": "Paris", "answer_start": 0}]},
-        {"id": "b", "question": "?", "is_impossible": False,
-         "answers": [{"text": "in 1990", "answer_start": 0}, {"text": "1990", "answer_start": 3}]},
-        {"id": "c", "question": "?", "is_impossible": True, "answers": []},
-        {"id": "d", "question": "?", "is_impossible": True, "answers": []},
-    ], "v2.0")
+from helpers import squad_json, squad_v2_sample
 
 
 @pytest.mark.e2e
 def test_cli_prints_json_and_errors(tmp_path):
     data, preds, na = tmp_path / "d.json", tmp_path / "p.json", tmp_path / "n.json"
-    data.write_text(json.dumps(v2_data()))
+    data.write_text(json.dumps(squad_v2_sample()))
     preds.write_text(json.dumps({"a": "Paris", "b": "1990", "c": "", "d": ""}))
     na.write_text(json.dumps({"a": 0.0, "b": 0.0, "c": 1.0, "d": 1.0}))
     out = subprocess.run([sys.executable, "-m", "albert.squad_eval", str(data), str(preds),
@@ -61,7 +46,7 @@ def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
     """Item 6: a no-answer file without some predicted ids made best_f1 65 (below plain F1 100)
     without a word; the official v2.0 script raises KeyError there: one error line naming the
     count and the ids, exit 2."""
-    data = write_json(tmp_path / "d.json", v2_data())
+    data = write_json(tmp_path / "d.json", squad_v2_sample())
     preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})
     na = write_json(tmp_path / "n.json", {"a": 0.0, "b": 0.0})
     proc = squad_eval(data, preds, "--na_prob_file", na)
@@ -84,7 +69,7 @@ def test_null_odds_missing_ids_is_an_error_naming_them(tmp_path):
 def test_missing_predictions_warn_as_the_official_scripts(tmp_path):
     """Item 6 (predictions missing ids): v2.0 leaves them out of the scores, v1.1 scores them 0
     (each official script's rule), and both warn on stderr with the count and the ids."""
-    data = write_json(tmp_path / "d.json", v2_data())
+    data = write_json(tmp_path / "d.json", squad_v2_sample())
     preds = write_json(tmp_path / "p.json", {"a": "Paris", "c": ""})
     proc = squad_eval(data, preds)
     assert proc.returncode == 0, proc.stderr
@@ -93,7 +78,7 @@ def test_missing_predictions_warn_as_the_official_scripts(tmp_path):
     assert proc.stderr.splitlines() == [
         f"warning: 2 of the questions in {data} have no prediction in {preds} (b, d); as in the "
         "official v2.0 script they are left out of every score and total"]
-    v1 = write_json(tmp_path / "v1.json", squad(
+    v1 = write_json(tmp_path / "v1.json", squad_json(
         [{"id": "q1", "question": "?", "answers": [{"text": "x", "answer_start": 0}]},
          {"id": "q2", "question": "?", "answers": [{"text": "y", "answer_start": 0}]}], "1.1"))
     proc = squad_eval(v1, write_json(tmp_path / "p1.json", {"q1": "x"}))
@@ -120,7 +105,7 @@ def test_missing_predictions_warn_as_the_official_scripts(tmp_path):
 def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds, na, message,
                                                                            tmp_path):
     """Item 12 (squad_eval): were TypeError/AttributeError tracebacks."""
-    data = write_json(tmp_path / "d.json", v2_data())
+    data = write_json(tmp_path / "d.json", squad_v2_sample())
     p = write_json(tmp_path / "p.json", preds)
     argv = [data, p]
     n = tmp_path / "n.json"
@@ -137,7 +122,7 @@ def test_squad_eval_prints_no_start_up_lines(tmp_path):
     what it says itself."""
     from helpers import as_a_user_runs, start_up_noise
 
-    data = write_json(tmp_path / "d.json", v2_data())
+    data = write_json(tmp_path / "d.json", squad_v2_sample())
     preds = write_json(tmp_path / "p.json", {"a": "Paris", "b": "1990", "c": "", "d": ""})
     proc = as_a_user_runs("squad_eval", data, preds)
     assert proc.returncode == 0, proc.stderr

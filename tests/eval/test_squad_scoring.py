@@ -1,6 +1,7 @@
 """Official SQuAD scoring rules, each on hand-computed cases."""
 
 import pytest
+from helpers import squad_json, squad_v2_sample
 
 from albert.eval.squad_scoring import (
     evaluate,
@@ -44,13 +45,8 @@ def test_v1_and_v2_differ_on_empty_answers():
     assert f1_v2("", "cat") == 0.0
 
 
-def squad(qas, version):
-    return {"version": version, "data": [{"title": "t", "paragraphs": [
-        {"context": "ctx", "qas": qas}]}]}
-
-
 def test_v1_max_over_gold_answers_and_missing_predictions():
-    data = squad([
+    data = squad_json([
         {"id": "q1", "question": "?", "answers": [{"text": "Denver Broncos", "answer_start": 0},
                                                   {"text": "Broncos", "answer_start": 0}]},
         {"id": "q2", "question": "?", "answers": [{"text": "blue sky", "answer_start": 0}]},
@@ -65,20 +61,9 @@ def test_v1_max_over_gold_answers_and_missing_predictions():
     assert set(result) == {"exact_match", "f1", "total", "missing_predictions"}
 
 
-def v2_data():
-    return squad([
-        {"id": "a", "question": "?", "is_impossible": False,
-         "answers": [{"text": "Paris", "answer_start": 0}]},
-        {"id": "b", "question": "?", "is_impossible": False,
-         "answers": [{"text": "in 1990", "answer_start": 0}, {"text": "1990", "answer_start": 3}]},
-        {"id": "c", "question": "?", "is_impossible": True, "answers": []},
-        {"id": "d", "question": "?", "is_impossible": True, "answers": []},
-    ], "v2.0")
-
-
 def test_v2_unanswerable_and_breakdown():
     preds = {"a": "paris.", "b": "1990 year", "c": "", "d": "something"}
-    r = evaluate(v2_data(), preds)
+    r = evaluate(squad_v2_sample(), preds)
     # a: EM 1 F1 1; b: EM 0, F1 vs "1990" = 2*(1/2*1)/(1.5) = 2/3; c: 1/1; d: 0/0
     assert r["exact"] == pytest.approx(100 * 2 / 4)
     assert r["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 4)
@@ -92,7 +77,7 @@ def test_v2_unanswerable_and_breakdown():
 def test_v2_threshold_and_best_threshold_search():
     preds = {"a": "Paris", "b": "1990", "c": "wrong", "d": "also wrong"}
     na = {"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.7}
-    r = evaluate_v2(v2_data()["data"], preds, na)
+    r = evaluate_v2(squad_v2_sample()["data"], preds, na)
     # Default threshold 1.0: nothing becomes "no answer": a 1, b 1, c 0, d 0.
     assert r["exact"] == pytest.approx(50.0)
     # Sweep in order a(0.1) b... sorted: a .1, c .5, d .7, b .9; start = #NoAns = 2
@@ -100,18 +85,18 @@ def test_v2_threshold_and_best_threshold_search():
     assert r["best_exact"] == pytest.approx(75.0) and r["best_exact_thresh"] == 0.1
     assert r["best_f1"] == pytest.approx(75.0) and r["best_f1_thresh"] == 0.1
     # Threshold 0.6: d (0.7) and b (0.9) become no-answer: a 1, b 0, c 0, d 1.
-    r2 = evaluate_v2(v2_data()["data"], preds, na, na_prob_thresh=0.6)
+    r2 = evaluate_v2(squad_v2_sample()["data"], preds, na, na_prob_thresh=0.6)
     assert r2["exact"] == pytest.approx(50.0)
     assert r2["NoAns_exact"] == pytest.approx(50.0) and r2["HasAns_exact"] == pytest.approx(50.0)
 
 
 def test_v2_missing_prediction_is_skipped():
-    r = evaluate(v2_data(), {"a": "Paris"})
+    r = evaluate(squad_v2_sample(), {"a": "Paris"})
     assert r["total"] == 1 and r["exact"] == 100.0 and r["missing_predictions"] == 3
 
 
 def test_version_detection_scores_v1_as_v1():
-    v1 = squad([{"id": "q", "question": "?", "answers": [{"text": "a", "answer_start": 0}]}],
+    v1 = squad_json([{"id": "q", "question": "?", "answers": [{"text": "a", "answer_start": 0}]}],
                "1.1")
     # Both normalise to empty: v1.1 gives F1 0 (v2 would give 1).
     assert evaluate(v1, {"q": "the"})["f1"] == 0.0
