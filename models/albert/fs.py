@@ -1,7 +1,8 @@
 """The one atomic directory replace: a directory is written whole under a temporary sibling name,
 then takes the place of its target, so that a reader (a model server watching a base path,
 transformers loading a checkpoint, a trainer reading shards) sees the old directory or the new
-one, never a half-written one, and a failure leaves the old one where it was.
+one, never a half-written one. An error leaves the old one where it was; only a crash between
+the two renames (where the file system has no atomic exchange) leaves both beside the target.
 
 Its users: io.pretrained.save_pretrained (Hugging Face directories, the trainer's final/),
 io.savedmodel.export_saved_model (SavedModels) and data.output_dir (the pretraining-data

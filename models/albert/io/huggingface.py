@@ -178,7 +178,7 @@ def write_huggingface(model, directory: str, spm_model: str | None = None,
 
     if getattr(model.config, "pre_layer_norm", False):
         logger.warning(
-            "exporting a pre-LayerNorm ALBERT: albert.from_pretrained loads it, but "
+            "exporting a pre-LayerNorm ALBERT: albert.load_pretrained loads it, but "
             "transformers' AlbertModel has no pre-LN variant and would compute something else"
         )
     tensors = {}

@@ -7,7 +7,7 @@ Three layouts are read, told apart by their files:
 - a trainer checkpoint: a tf.train.Checkpoint prefix (or a directory of them) with the model
   under `model/` and config.json beside it, as albert.train.checkpoint_store writes them.
 
-`load_pretrained` reads the first two (what `from_pretrained` takes); `load_model` all three,
+`load_pretrained` reads the first two (a released model to start from); `load_model` all three,
 and insists on every weight of the class asked for. `save_pretrained` writes the first, atomically
 (albert.fs). The model classes come in as arguments: this module never imports
 albert.model.modeling.
