@@ -55,6 +55,27 @@ def test_only_dead_runs_temporaries_are_removed(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, other_host.name])
 
 
+def test_a_run_killed_between_its_two_renames_gets_the_previous_output_back(tmp_path):
+    """Without an atomic exchange the commit is two renames; killed between them, the run left
+    --output_dir missing, the previous output moved aside and its own beside it. The next run
+    puts the previous output back instead of deleting both."""
+    out = str(tmp_path / "data")
+    host = socket.gethostname()
+    old = tmp_path / f".data.old-{host}-999999999"
+    new = tmp_path / f".data.partial-{host}-999999999"
+    for d in (old, new):
+        d.mkdir()
+    (old / "part-00000.tfrecord").write_text("previous")
+    output_dir.remove_stale_temporaries(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    assert (tmp_path / "data" / "part-00000.tfrecord").read_text() == "previous"
+    # With the output in place, a dead run's moved-aside copy is only removed.
+    old.mkdir()
+    output_dir.remove_stale_temporaries(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+    assert (tmp_path / "data" / "part-00000.tfrecord").read_text() == "previous"
+
+
 def test_no_space_message_names_the_file():
     import errno
 

@@ -49,11 +49,22 @@ def check_output_dir(out: str, overwrite: bool, inputs: list[str]) -> None:
 
 
 def remove_stale_temporaries(out: str) -> None:
-    """Remove what killed runs on this host left beside --output_dir (their pid is gone)."""
+    """Remove what killed runs on this host left beside --output_dir (their pid is gone). A run
+    killed between the two renames of its commit (where the file system has no atomic exchange)
+    left --output_dir missing and the previous output moved aside: that is put back first."""
     parent, base = os.path.split(out)
     if not os.path.isdir(parent):
         return
     host = socket.gethostname()
+    if not os.path.lexists(out):
+        prefix = f".{base}.old-{host}-"
+        for name in sorted(os.listdir(parent)):
+            if (name.startswith(prefix) and name[len(prefix):].isdigit()
+                    and not _alive(int(name[len(prefix):]))):
+                os.rename(os.path.join(parent, name), out)
+                logger.warning("put back %s as %s: a run was killed while replacing it",
+                               os.path.join(parent, name), out)
+                break
     for name in os.listdir(parent):
         for kind in ("partial", "old"):
             prefix = f".{base}.{kind}-{host}-"
