@@ -13,10 +13,10 @@ from albert.cli import flags
 from albert.data.corpus import (
     FORMATS,
     ReadStats,
-    _reason,
     check_input,
     expand_inputs,
     iter_documents,
+    reason_of,
 )
 from albert.errors import FlagError, OutputError
 
@@ -52,7 +52,7 @@ def write_text(args) -> dict:
     try:
         out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")
     except OSError as e:
-        raise OutputError(f"--output {args.output}: cannot be written ({_reason(e)})") from None
+        raise OutputError(f"--output {args.output}: cannot be written ({reason_of(e)})") from None
     stats, sentences, written = ReadStats(), 0, 0
     docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
     try:

@@ -295,7 +295,7 @@ def _files_below(directory: str, skips: InputSkips | None = None) -> list[str]:
     entered = {os.path.realpath(directory): directory}
 
     def unreadable(error: OSError) -> None:
-        skips.count("unreadable_directories", f"{error.filename}: {_reason(error)}")
+        skips.count("unreadable_directories", f"{error.filename}: {reason_of(error)}")
 
     out = []
     for root, dirs, names in os.walk(directory, onerror=unreadable, followlinks=True):
@@ -350,7 +350,7 @@ def check_input(path: str, fmt: str, text_field: str) -> None:
         with open_binary(path) as f:
             head = f.read(1 << 16)
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
-        raise DataError(f"input {path}: cannot be read ({_reason(e)})") from None
+        raise DataError(f"input {path}: cannot be read ({reason_of(e)})") from None
     if kind == "wikipedia" and head.strip() and b"<mediawiki" not in head:
         raise DataError(f"input {path}: not a MediaWiki XML export (no <mediawiki> element at "
                         "the start); use another --input_format for other files")
@@ -372,7 +372,8 @@ def _check_json_field(path: str, line: bytes, text_field: str) -> None:
                         f"(it has: {fields}); choose the text with --text_field")
 
 
-def _reason(e: BaseException) -> str:
+def reason_of(e: BaseException) -> str:
+    """Why a file could not be read or written, in a few words (for the one error line)."""
     return (getattr(e, "strerror", None) or str(e) or type(e).__name__).rstrip(".")
 
 
@@ -399,7 +400,7 @@ def read_documents(path: str, fmt: str, text_field: str, stats: ReadStats) -> It
             lines = _decoded_lines(path, stats)
             yield from line_documents(lines) if layout == "line" else blank_documents(lines)
     except (OSError, EOFError, lzma.LZMAError, zlib.error) as e:
-        raise DataError(f"input {path}: cannot be read ({_reason(e)})") from None
+        raise DataError(f"input {path}: cannot be read ({reason_of(e)})") from None
 
 
 def _detect(path: str) -> str:
@@ -446,7 +447,7 @@ def _parquet_file(path: str, text_field: str):
     try:
         pf = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as e:
-        raise DataError(f"input {path}: not a readable Parquet file ({_reason(e)})") from None
+        raise DataError(f"input {path}: not a readable Parquet file ({reason_of(e)})") from None
     schema = pf.schema_arrow
     if text_field not in schema.names:
         raise DataError(f"input {path}: no column {text_field!r} (columns: "
@@ -471,7 +472,7 @@ def _parquet_documents(path: str, text_field: str, stats: ReadStats) -> Iterator
                 else:
                     yield text
     except pa.ArrowException as e:  # a damaged page (an OSError is read_documents' to name)
-        raise DataError(f"input {path}: not a readable Parquet file ({_reason(e)})") from None
+        raise DataError(f"input {path}: not a readable Parquet file ({reason_of(e)})") from None
 
 
 def _local(tag: str) -> str:
