@@ -6,8 +6,10 @@ model will train on). Reading is `albert.data.corpus`'s, as in create_pretrainin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import uuid
 
 from albert.cli import flags
 from albert.data.corpus import (
@@ -46,27 +48,70 @@ def write_text(args) -> dict:
     if args.max_documents < 0:
         raise FlagError(f"--max_documents must be 0 (all) or more, got {args.max_documents}")
     files = expand_inputs(args.input)
+    to_stdout = args.output == "-"
+    if not to_stdout:
+        _check_output(args.output, files)
     for path in files:
         check_input(path, args.input_format, args.text_field)
-    to_stdout = args.output == "-"
-    try:
-        out = sys.stdout if to_stdout else open(args.output, "w", encoding="utf-8")
-    except OSError as e:
-        raise OutputError(f"--output {args.output}: cannot be written ({reason_of(e)})") from None
     stats, sentences, written = ReadStats(), 0, 0
-    docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
-    try:
-        for doc in docs:
-            out.write(("\n" if written else "") + "\n".join(doc) + "\n")
-            sentences += len(doc)
-            written += 1
-            if written == args.max_documents:
-                break
-    finally:
-        docs.close()  # stops the worker processes
-        if not to_stdout:
-            out.close()
+    with _written(args.output) as out:
+        docs = iter_documents(files, args.input_format, stats, args.text_field, args.processes)
+        try:
+            for doc in docs:
+                out.write(("\n" if written else "") + "\n".join(doc) + "\n")
+                sentences += len(doc)
+                written += 1
+                if written == args.max_documents:
+                    break
+        finally:
+            docs.close()  # stops the worker processes
     return {**stats.as_dict(), "documents_written": written, "sentences": sentences}
+
+
+def _check_output(output: str, files: list[str]) -> None:
+    """Refuse an output that is one of the inputs (by real path or as the same file through a
+    hard link): writing it would empty the text before it is read, and a glob that matched last
+    run's output would read it back in."""
+    if os.path.isdir(output):
+        raise OutputError(f"--output {output}: is a directory; give the path of a text file")
+    if not os.path.exists(output):
+        return
+    real, stat = os.path.realpath(output), os.stat(output)
+    for path in files:
+        if os.path.realpath(path) == real or os.path.samestat(os.stat(path), stat):
+            named = "" if path == output else f" (as {path})"
+            raise FlagError(f"--output {output} is also one of the --input files{named}; "
+                            "writing it would lose the text it holds: give another --output, "
+                            "or leave it out of --input")
+
+
+@contextlib.contextmanager
+def _written(output: str):
+    """The file to write the text to: stdout for -, else a hidden temporary file beside
+    `output` that takes its place only when the text is complete, so an interrupted run leaves
+    the previous output (or none), never half a text."""
+    if output == "-":
+        yield sys.stdout
+        return
+    directory, name = os.path.split(os.path.abspath(output))
+    # Hidden, so that a directory or glob input never reads it; per process, so that two runs
+    # writing one output do not write into one temporary file.
+    staged = os.path.join(directory, f".{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        out = open(staged, "x", encoding="utf-8")
+    except OSError as e:
+        raise OutputError(f"--output {output}: cannot be written ({reason_of(e)})") from None
+    try:
+        yield out
+        try:
+            out.close()
+            os.replace(staged, output)
+        except OSError as e:
+            raise OutputError(f"--output {output}: cannot be written ({reason_of(e)})") from None
+    finally:
+        out.close()
+        if os.path.lexists(staged):
+            os.remove(staged)
 
 
 def main(argv=None) -> int:
