@@ -39,6 +39,25 @@ def test_vocab_too_large_for_corpus(tmp_path):
         train_tokenizer.train(args)
 
 
+def test_vocab_too_small_for_the_characters_says_too_small(tmp_path, capsys):
+    """Issue 34 item 12: a --vocab_size below the characters the text needs was called "too
+    large", with the advice to make it smaller."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("The quick brown fox jumps over the lazy dog. Pack my box with five dozen "
+                      "liquor jugs!\n" * 20)
+    argv = ["--input", str(corpus), "--output_dir", str(tmp_path / "v"), "--no_progress"]
+    assert train_tokenizer.main(argv + ["--vocab_size", "20"]) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines()
+           if " albert.train_tokenizer " not in line]  # the log's "training a ..." line
+    assert len(err) == 1, err
+    needed = int(err[0].split(" need ")[1].split(".")[0])
+    assert err[0] == (
+        f"error: --vocab_size 20 is too small: the sample's characters at --character_coverage "
+        f"0.99995 and the special pieces need {needed}. Use a --vocab_size of at least {needed}, "
+        "or a lower --character_coverage.")
+    assert train_tokenizer.main(argv + ["--vocab_size", str(needed)]) == 0  # the way on works
+
+
 def test_missing_input_is_named(tmp_path):
     assert train_tokenizer.main(["--input", str(tmp_path / "none*.txt"), "--output_dir",
                                  str(tmp_path)]) == 2

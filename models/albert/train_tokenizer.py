@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -193,13 +194,9 @@ def train_with_summary(args) -> dict:
                 minloglevel=2,
             )
         except RuntimeError as e:
-            msg = str(e)
-            if "Vocabulary size too high" in msg or "vocab_size" in msg:
-                raise FlagError(
-                    f"--vocab_size {args.vocab_size} is too large for a sample of {sampled} "
-                    f"sentences: {msg.strip().rstrip('.')}. Use a smaller --vocab_size, more "
-                    "text or a larger --max_sentences."
-                ) from None
+            message = _vocab_size_message(str(e), args, sampled)
+            if message:
+                raise FlagError(message) from None
             raise
         _drop_training_paths(prefix + ".model")
         load_spm(prefix + ".model")  # checks the special-token ids
@@ -225,6 +222,26 @@ def train_with_summary(args) -> dict:
             f.write("\n")
         _install(staged, args.output_dir)
     return summary
+
+
+def _vocab_size_message(error: str, args, sampled: int) -> str | None:
+    """SentencePiece's refusal of --vocab_size, in the flag's words: too large for the text (it
+    says "too high" and the most it can make) or too small for the characters the text needs;
+    None for any other error."""
+    if m := re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)",
+                      error):
+        return (f"--vocab_size {args.vocab_size} is too large for a sample of {sampled} "
+                f"sentences: it makes at most {m.group(2)} pieces. Use a --vocab_size of at most "
+                f"{m.group(2)}, more text or a larger --max_sentences.")
+    if m := re.search(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)", error):
+        return (f"--vocab_size {args.vocab_size} is too small: the sample's characters at "
+                f"--character_coverage {args.character_coverage} and the special pieces need "
+                f"{m.group(2)}. Use a --vocab_size of at least {m.group(2)}, or a lower "
+                "--character_coverage.")
+    if "vocab_size" in error.lower() or "vocabulary size" in error.lower():
+        reason = error.strip().rstrip(".")
+        return f"--vocab_size {args.vocab_size} cannot be trained on {sampled} sentences: {reason}."
+    return None
 
 
 def _check_output_dir(out: str, overwrite: bool) -> None:
