@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from albert.data import squad
@@ -276,6 +277,7 @@ def test_run_squad_null_question_is_one_line_error(sample_vocab, tmp_path):
 # -- answers read as whole words (issue 25) ---------------------------------------------------
 
 TEXT = "The owner is sofia novak, then pavel  novak.\nIn name \"Ellipsis\" (1999) Smith's"
+END = "The owner is sofia novak"  # a word at each end of the context
 UNICODE = "Der  Müller\u00a0sagte: «Café\tcrème» kostet 3,50 €. Cafe\u0301 東京に"
 
 
@@ -300,6 +302,11 @@ UNICODE = "Der  Müller\u00a0sagte: «Café\tcrème» kostet 3,50 €. Cafe\u030
     (UNICODE, "Caf", 1, "Cafe\u0301"),  # a combining accent belongs to its letter
     (UNICODE, "東", 0, "東"),  # CJK ideographs are words of their own
     (UNICODE, "京に", 0, "京に"),
+    # Issue 34 item 15: the context's first and last words are completed too.
+    (END, "nova", 0, "novak"),
+    (END, "a nov", 0, "sofia novak"),
+    (END, "k", 0, "novak"),
+    (END, "e own", 0, "The owner"),
 ])
 def test_whole_word_span(context, fragment, nth, expected):
     start = -1
@@ -364,3 +371,49 @@ def test_postprocess_answers_whole_words(tokenizer, tmp_path):
     # The null answer still wins on its score alone.
     preds, _, odds = answers(sofia[0], novak[-2], null=30.0)
     assert preds["q"] == "" and odds["q"] == pytest.approx(10.0)
+
+
+# -- scripts written without spaces keep the predicted characters (issue 34 item 4) -----------
+
+# Contexts cut into the pieces a multilingual SentencePiece vocabulary makes (the answer's pieces,
+# then the particle or the next word as pieces of their own, with no space between them), and what
+# a span of the first piece alone reads as.
+NO_SPACES = [
+    (["กรุงเทพ", "มหานคร", "เป็น", "เมืองหลวง", "ของ", "ประเทศไทย"], "กรุงเทพมหานคร", "กรุงเทพ"),
+    (["東京", "タワー", "は", "東京", "に", "ある"], "東京タワー", "東京"),
+    (["パイ", "ソン", "は", "プログラミング", "言語", "です"], "パイソン", "パイ"),
+    (["서울", "은", " 한국", "의", " 수도", "이다"], "서울", "서울"),
+    # A Latin word inside Japanese still reads as a whole word, and stops at the kana.
+    (["Py", "thon", "は", "言語", "です"], "Python", "Python"),
+]
+
+
+@pytest.mark.parametrize("pieces, gold, first_piece", NO_SPACES,
+                         ids=["th", "ja", "ja-katakana", "ko", "ja-latin"])
+def test_exact_span_in_a_script_without_spaces_comes_back_unchanged(pieces, gold, first_piece):
+    context = "".join(pieces)
+    assert context.startswith(gold)
+    assert context[slice(*squad.whole_word_span(context, 0, len(gold)))] == gold
+    # A span inside the answer grows only in a script that puts spaces between words.
+    assert context[slice(*squad.whole_word_span(context, 0, len(pieces[0])))] == first_piece
+
+
+@pytest.mark.parametrize("pieces, gold, first_piece", NO_SPACES,
+                         ids=["th", "ja", "ja-katakana", "ko", "ja-latin"])
+def test_postprocess_keeps_an_exact_answer_in_a_script_without_spaces(pieces, gold, first_piece):
+    """Issue 34 item 4: logits that pick exactly the gold pieces give the gold answer, not the
+    sentence ('กรุงเทพมหานคร', not the whole Thai sentence; '서울', not '서울은')."""
+    context = "".join(pieces)
+    spans, offset = [None, None, None], 0  # [CLS] question [SEP]
+    for piece in pieces:
+        spans.append((offset, offset + len(piece)))
+        offset += len(piece)
+    spans.append(None)  # [SEP]
+    gold_pieces = [3 + i for i, (_, b) in enumerate(spans[3:-1]) if b <= len(gold)]
+    assert context[spans[gold_pieces[0]][0]:spans[gold_pieces[-1]][1]] == gold
+    example = squad.Example("q", "?", context, [(gold, 0)], False)
+    meta = [{"example_index": 0, "token_spans": spans, "max_context": [True] * len(spans)}]
+    start, end = np.full(len(spans), -10.0), np.full(len(spans), -10.0)
+    start[gold_pieces[0]], end[gold_pieces[-1]] = 5.0, 5.0
+    preds, nbest, _ = squad.postprocess([example], meta, {0: (start, end)})
+    assert preds["q"] == gold and nbest["q"][0]["text"] == gold

@@ -10,7 +10,11 @@ piece falls in to the end of the word its last piece falls in, since SentencePie
 end inside a word ("sofia nova|k"). Words are BERT's basic tokenizer's: whitespace-delimited, with
 punctuation split off, so a comma or quote next to a word is in the answer only when a predicted
 piece covers it, as the reference's get_final_text leaves it out. Unlike get_final_text, a piece
-inside a word brings in the whole word: the reference keeps just the predicted characters.
+inside a word brings in the whole word: the reference keeps just the predicted characters. That
+holds only in scripts that put spaces between words: in Thai, Japanese, Chinese or Korean (whose
+particles join the word before them, 서울+은) the space-delimited unit is a phrase or a sentence,
+so there the predicted characters are the answer, as in get_final_text, and a span never grows
+past the whitespace-delimited tokens it touches (get_final_text's bound).
 
 Labels: the first gold answer's token span when the window contains it, else position 0 ([CLS]),
 which is also the label of unanswerable questions (SQuAD v2).
@@ -591,26 +595,35 @@ def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
-# CJK ideographs stand alone in BERT's basic tokenizer (Chinese has no spaces between words);
-# kana and hangul are not in these blocks and join as letters do.
-_CJK_BLOCKS = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+# Scripts written without spaces between words (CJK ideographs, kana, Thai, Lao, Khmer, Myanmar,
+# Tibetan, Yi, Javanese, Balinese), and Hangul, whose words carry their particles ("서울은": Seoul
+# + topic): their space-delimited units are no words, so a span never grows into them.
+_UNSPACED_BLOCKS = (
+    (0x0E00, 0x0EFF), (0x0F00, 0x0FFF), (0x1000, 0x109F), (0x1100, 0x11FF), (0x1780, 0x17FF),
+    (0x19E0, 0x19FF), (0x1B00, 0x1B7F), (0x2E80, 0x2FDF), (0x3005, 0x3007), (0x3021, 0x3029),
+    (0x3031, 0x3035), (0x3040, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA000, 0xA4CF),
+    (0xA960, 0xA97F), (0xA980, 0xA9FF), (0xAA60, 0xAA7F), (0xAC00, 0xD7FF), (0xF900, 0xFAFF),
+    (0xFF66, 0xFFDC), (0x1B000, 0x1B16F), (0x20000, 0x2FA1F), (0x30000, 0x323AF))
 
 
 def _is_word_char(char: str) -> bool:
-    """Whether a span ending (or starting) next to `char` cuts a word."""
+    """Whether a span ending (or starting) next to `char` cuts a word: a letter, digit or mark of
+    a script that separates its words with spaces."""
     if char.isspace() or _is_punctuation(char):
         return False
     code = ord(char)
-    return not any(low <= code <= high for low, high in _CJK_BLOCKS)
+    return not any(low <= code <= high for low, high in _UNSPACED_BLOCKS)
 
 
 def whole_word_span(context: str, start: int, end: int) -> tuple[int, int]:
     """The characters [start, end) of `context` widened to whole words: the smallest span that
     covers them, starts and ends on a word boundary, and holds no whitespace at its ends.
 
-    Only letters/digits grow a span; punctuation inside [start, end) stays, and punctuation or
-    whitespace just outside it is never added. An all-whitespace span comes back empty.
+    Only letters/digits of scripts that separate words with spaces grow a span (_is_word_char):
+    a span in Thai, Japanese, Chinese or Korean comes back as predicted. Punctuation inside
+    [start, end) stays, and punctuation or whitespace just outside it is never added, so a span
+    never grows past the whitespace-delimited tokens it touches. An all-whitespace span comes
+    back empty.
     """
     while start < end and context[start].isspace():
         start += 1
