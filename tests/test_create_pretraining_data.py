@@ -325,6 +325,22 @@ def _same_document_distance(docs):
     return float(np.median(np.concatenate(distances))) / len(docs)
 
 
+def test_held_out_split_takes_whole_documents(sample_records, sample_vocab):
+    """Issue 34 item 16: every record of a document lands in the same split, so no held-out
+    text was trained on. A draw per instance at the records' --validation_fraction 0.1 puts
+    some of nearly every held-out document's records in training (a fraction near 1 would not
+    show it: almost every record would be held out either way)."""
+    splits = {}
+    for split in ("train", "validation"):
+        records = [r for f in sorted((sample_records / split).glob("*.tfrecord"))
+                   for r in _framed_records(f)]
+        docs = _source_documents(records, sample_vocab, SEQ, PREDS)
+        splits[split] = set(docs[docs >= 0].tolist())
+    assert len(splits["validation"]) >= 5 and len(splits["train"]) > len(splits["validation"])
+    assert splits["validation"].isdisjoint(splits["train"]), \
+        sorted(splits["validation"] & splits["train"])
+
+
 def test_records_are_globally_shuffled(sample_corpus, sample_vocab, tmp_path):
     """In the order the trainer reads them, records carry no trace of the corpus order."""
     seq, preds = 32, 5
