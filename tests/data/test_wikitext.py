@@ -137,6 +137,40 @@ population was about 44 million {{as of|2021|lc=y}}. The oldest inhabitant is \
 {{val|12000|u=years}} ago.
 """
 
+# Issue 34 item 13: templates that carry words ({{coord}}, flags, ships, {{sortname}}, letters), a
+# sentence that lost a template or a category link, and reference lists after the prose.
+LAKEBY = """{{Infobox settlement
+| name = Lakeby
+| coordinates = {{coord|57|18|22|N|4|27|32|W|display=inline,title}}
+}}
+'''Lakeby''' is a town in [[Scotland]] on the shore of the loch. Its area is \
+{{convert|12.5|km2}} and it lies at {{coord|57|18|22|N|4|27|32|W|type:city}}.{{efn|Measured in \
+2001.}} The town was founded by {{sortname|John|Smith}} in 1820, and the novel about him was a \
+bestseller in {{flag|Germany}} and {{flagcountry|ESP}}.
+
+== History ==
+The steamer {{SS|Morro Castle}} called at the pier in 1930, and {{ship|HMS|Dreadnought|1906}} \
+anchored in the bay in 1910. The crew of {{USS|Enterprise|CV-6}} visited in 1942. Its twin town \
+is {{ayin}}Ajlun in Jordan.
+
+The ferry pier lies at {{Location map|Scotland|lat=57}}. It was rebuilt in {{Shipyard|Govan}} \
+and Belfast. See also [[Category:Piers in Scotland]]. The pier is still used by the ferry every \
+day.
+
+== References ==
+{{reflist}}
+* Smith, J. (2000). ''Letters from the Loch''. Edinburgh: Canongate Books.
+* {{cite book |last=Jones |first=K. |title=The Loch |year=1990}}
+
+=== Archives ===
+* The Lakeby town council minutes, 1820 to 1900, held in the county archive.
+
+== Further reading ==
+* Brown, A. (1950). ''A History of Lakeby and the Country Around It''. London: Penguin.
+
+[[Category:Towns in Scotland]]
+"""
+
 EXPECTED = {
     "Alabama": [
         "Alabama is a state in the Southeastern region of the United States.",
@@ -187,12 +221,25 @@ EXPECTED = {
         "The Tassili n'Ajjer plateau (Tasili n Ajjer) covers 72000 km² in the south-east, and its "
         "rock art dates from 12000 years ago.",
     ],
+    "Lakeby": [
+        "Lakeby is a town in Scotland on the shore of the loch.",
+        "Its area is 12.5 km² and it lies at 57°18′22″N 4°27′32″W.",
+        "The town was founded by John Smith in 1820, and the novel about him was a bestseller in "
+        "Germany and Spain.",
+        "The steamer SS Morro Castle called at the pier in 1930, and HMS Dreadnought (1906) "
+        "anchored in the bay in 1910.",
+        "The crew of USS Enterprise (CV-6) visited in 1942.",
+        "Its twin town is ʿAjlun in Jordan.",
+        "The pier is still used by the ferry every day.",
+    ],
 }
 # Dropped for a hole: the mean's inline and display formulas, {{math}} around a template it cannot
-# show ({{overline}}), <chem>, <score>; Algeria's {{age}}. For markup: the unclosed {{nowrap|.
-HOLES, MARKUP = 6, 1
+# show ({{overline}}), <chem>, <score>; Algeria's {{age}}; Lakeby's {{Location map}}, {{Shipyard}}
+# and category link, each gone from the middle of its sentence. For markup: the unclosed {{nowrap|.
+HOLES, MARKUP = 9, 1
 
 PAGES = [("Alabama", 0, ALABAMA), ("Arithmetic mean", 0, MEAN), ("Algeria", 0, ALGERIA),
+         ("Lakeby", 0, LAKEBY),
          ("AL", 0, "#REDIRECT [[Alabama]]"),
          ("Talk:Algeria", 1, "== Area ==\nIs {{convert|2381741|km2|sqmi}} right? ~~~~")]
 
@@ -261,7 +308,7 @@ def test_articles_read_as_a_reader_sees_them(dump):
     docs = list(iter_documents([str(dump)], "auto", stats))
     assert docs == list(EXPECTED.values())
     assert (stats.sentences_with_holes, stats.sentences_with_markup) == (HOLES, MARKUP)
-    assert (stats.pages, stats.redirects, stats.non_article_pages, stats.documents) == (5, 1, 1, 3)
+    assert (stats.pages, stats.redirects, stats.non_article_pages, stats.documents) == (6, 1, 1, 4)
     sentences = [s for d in docs for s in d]
     # The goal on a real dump is < 0.2% with a hole and < 0.1% with markup: none here.
     assert shares(sentences) == (0.0, 0.0)
@@ -314,12 +361,81 @@ def test_articles_read_as_a_reader_sees_them(dump):
     # no holes: an unknown template is still deleted outside formulas
     ("The city is large.{{citation needed|date=May 2020}} It has a port.",
      "The city is large. It has a port."),
+    ("Nobody knows where the town is{{citation needed}}. It has a port.",
+     "Nobody knows where the town is. It has a port."),
+    ("He was born in {{flagicon|FRA}} Paris in the year 1900.",
+     "He was born in Paris in the year 1900."),
+    # coordinates as written, in the text unless display=title (issue 34 item 13)
+    ("The town lies at {{coord|57|18|22|N|4|27|32|W|type:city|region:GB}} by the loch.",
+     "The town lies at 57°18′22″N 4°27′32″W by the loch."),
+    ("The tower stands at {{coord|43.651|-79.383|display=inline,title}} in the city.",
+     "The tower stands at 43.651°N 79.383°W in the city."),
+    ("The reef is at {{Coord|12.5|S|70.25|E}} off the coast.",
+     "The reef is at 12.5°S 70.25°E off the coast."),
+    ("The park is very large.{{coord|1|2|display=title}} It is old.",
+     "The park is very large. It is old."),
+    # flags show the country's name; ships their prefix, name and ID as the display code asks
+    ("It was a bestseller in {{flag|Germany}} and {{flagu|Spain}} that year.",
+     "It was a bestseller in Germany and Spain that year."),
+    ("The team from {{flagcountry|FRA}} met {{flag|Georgia (country)}} in the final.",
+     "The team from France met Georgia in the final."),
+    ("The cup went to {{flag|United States|name=the Americans}} in the end.",
+     "The cup went to the Americans in the end."),
+    ("The race was won by {{flagathlete|Jane Doe|USA}} after a long lead.",
+     "The race was won by Jane Doe (USA) after a long lead."),
+    ("The battle saw {{ship|HMS|Dreadnought|1906}} sink the old cruiser.",
+     "The battle saw HMS Dreadnought (1906) sink the old cruiser."),
+    ("The crew of {{USS|Enterprise|CV-6}} and {{HMS|Victory}} met in port.",
+     "The crew of USS Enterprise (CV-6) and HMS Victory met in port."),
+    ("The captain of {{ship|German battleship|Bismarck||2}} was killed in the battle.",
+     "The captain of Bismarck was killed in the battle."),
+    ("Her sister {{SS|City of Paris|1888|3}} sailed to New York every week.",
+     "Her sister City of Paris (1888) sailed to New York every week."),
+    # names and letters
+    ("The novel by {{sortname|John|Smith|John Smith (writer)}} came out in 1900.",
+     "The novel by John Smith came out in 1900."),
+    ("The name {{ayin}}Abd al-Rahman and the {{hamza}} are common in the region.",
+     "The name ʿAbd al-Rahman and the ʾ are common in the region."),
 ])
 def test_template_rendering(wikitext_in, expected):
     text = wikitext.plain_text(wikitext.parse(wikitext_in), _DEFAULT_NAMESPACES)
     found = wikitext.sentences(text)
     assert " ".join(found.sentences) == expected
     assert (found.with_holes, found.with_markup) == (0, 0)
+
+
+@pytest.mark.parametrize("wikitext_in, kept", [
+    # A template or link whose words are gone from the middle of a sentence (issue 34 item 13)
+    ("Its area is 12.5 km2 and it lies at {{Location map|57|N}}. The town is old.",
+     ["The town is old."]),
+    ("It was a bestseller in {{Shipyard flag|GER}} and Spain. The town is old.",
+     ["The town is old."]),
+    ("The river flows to the sea in the west. See also [[Category:Rivers of France]].",
+     ["The river flows to the sea in the west."]),
+    ("The mayor was born in {{flagcountry|XKQ}} in 1950. The town is old.",  # an unknown code
+     ["The town is old."]),
+    ("The pier lies at {{coord|bad}}, by the ferry. The town is old.", ["The town is old."]),
+])
+def test_a_sentence_that_lost_its_words_is_a_hole(wikitext_in, kept):
+    found = wikitext.sentences(wikitext.plain_text(wikitext.parse(wikitext_in),
+                                                   _DEFAULT_NAMESPACES))
+    assert (found.sentences, found.with_holes, found.with_markup) == (kept, 1, 0)
+    assert shares(found.sentences) == (0.0, 0.0)
+
+
+def test_reference_lists_are_left_out_of_the_prose():
+    """Issue 34 item 13: References, Further reading, Bibliography ... list items ("Smith, J." /
+    "(2000)." / "Letters.") are no training sentences; the section after them is prose again."""
+    found = wikitext.sentences(wikitext.plain_text(wikitext.parse(
+        "The river is long and wide in its lower course.\n\n"
+        "== Notes and references ==\n* Smith, J. (2000). ''Letters''. London: Penguin Books.\n"
+        "=== Archives ===\n* The council minutes of the town, held in the county archive.\n"
+        "== ''Bibliography'' ==\n# Jones, K. (1990). The River and the Town. Edinburgh: Birlinn.\n"
+        "== History ==\nThe river was named in the year 1200 by the monks.\n"
+        "==Further reading:==\n* Brown, A. (1950). ''A History of the River''. London: Penguin.\n"),
+        _DEFAULT_NAMESPACES))
+    assert found.sentences == ["The river is long and wide in its lower course.",
+                               "The river was named in the year 1200 by the monks."]
 
 
 def test_holes_drop_their_sentence_and_only_it():
@@ -377,7 +493,7 @@ def test_corpus_cli_writes_what_the_reader_extracts(dump, tmp_path):
     expected = "\n\n".join("\n".join(doc) for doc in EXPECTED.values()) + "\n"
     assert text.read_text(encoding="utf-8") == expected
     assert proc.stdout.strip() == (
-        f"wrote {expected.count(chr(10)) - 2} sentences of 3 documents to {text}; skipped 1 "
+        f"wrote {expected.count(chr(10)) - 3} sentences of 4 documents to {text}; skipped 1 "
         f"redirects, 1 non article pages, {HOLES} sentences with holes, {MARKUP} sentences with "
         "markup")
 

@@ -12,8 +12,9 @@ Formats (`--input_format`; `auto` picks by file name):
 - `wikipedia` (`.xml`, e.g. `enwiki-latest-pages-articles.xml.bz2`): a MediaWiki XML export read
   as a stream, one document per article, turned into the prose a reader sees by
   `albert.data.wikitext` (templates that carry words rendered, the rest of the markup dropped;
-  sentences with a hole such as a formula dropped and counted). Redirects, pages outside the
-  article namespace and disambiguation pages are skipped and counted.
+  reference lists left out; sentences with a hole, such as a formula or a template whose words
+  are gone, dropped and counted). Redirects, pages outside the article namespace and
+  disambiguation pages are skipped and counted.
 
 Reading is split in two so that the expensive half runs in worker processes: `read_documents`
 streams a file's raw documents (cheap: decompression, JSON, XML), and `finish_document` turns one

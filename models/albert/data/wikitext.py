@@ -8,13 +8,17 @@ mwparserfromhell parses; this module decides what each node shows. Beyond droppi
   which mwparserfromhell does not model, so a stray '' inside a reference swallowed the prose
   after it.
 - Templates that carry a sentence's words are rendered ({{convert}}, {{lang}}, {{nowrap}},
-  dashes, {{as of}}, dates, currencies, fractions ...); pronunciation templates are dropped with
-  the brackets and separators they leave; every other template is dropped.
+  dashes, {{as of}}, dates, currencies, fractions, {{coord}}, flags, ships, {{sortname}}, letters
+  ...); pronunciation templates are dropped with the brackets and separators they leave; every
+  other template is dropped, and where that leaves a gap in its sentence ("it lies at .", "a
+  bestseller in and Spain", "See also ." after a category link) the sentence has a hole.
+- Sections that list references rather than say anything (References, Notes, Further reading,
+  Bibliography, External links, See also ...) are left out.
 - What the parser left as text (tables, file links, templates, quote markup it could not match)
   is stripped.
 - A sentence with a hole nothing can fill (a <math> formula, a chemical formula, an age that
-  depends on today's date) is dropped, and so is a sentence that still carries markup; both are
-  counted, so the loss is visible.
+  depends on today's date, a template or link whose words are gone) is dropped, and so is a
+  sentence that still carries markup; both are counted, so the loss is visible.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from mwparserfromhell.nodes import (
 from albert.data.text import split_sentences
 
 # Private-use characters (stripped from the input first) mark, until the sentences are cut, where
-# something unrenderable stood and where a pronunciation was dropped.
+# something unrenderable stood, where a pronunciation was dropped, and where a template or link
+# was dropped (a hole only where its sentence misses it: _tidy decides).
 HOLE = "\ue000"
 _GONE = "\ue001"
+_DROPPED = "\ue002"
 
 # Paragraphs shorter than this are headings, captions or list debris, not prose.
 MIN_WORDS = 4
@@ -75,7 +81,7 @@ _YES = ("y", "yes", "on", "true", "1")
 def preprocess(wikitext: str) -> str:
     """What MediaWiki's preprocessor removes before parsing: comments, and extension tags with
     their contents (formulas become a hole; <nowiki> keeps its text, escaped)."""
-    text = wikitext.replace(HOLE, "").replace(_GONE, "")
+    text = wikitext.replace(HOLE, "").replace(_GONE, "").replace(_DROPPED, "")
     text = _COMMENT.sub("", text)
     text = _EXT_TAG.sub(_extension, text)
     # An unclosed tag shows as literal text in MediaWiki; here it goes, and a formula's is a hole.
@@ -134,8 +140,11 @@ class _Renderer:
     def render(self, code, math: bool = False) -> str:
         """The text a reader sees of a parsed wikitext tree. `math`: inside a formula template,
         where a superscript is a power and a template this module cannot show is a hole."""
+        return self.render_nodes(code.nodes, math)
+
+    def render_nodes(self, nodes, math: bool = False) -> str:
         out: list[str] = []
-        for node in code.nodes:
+        for node in nodes:
             if isinstance(node, Text):
                 out.append(node.value)
             elif isinstance(node, Template):
@@ -178,7 +187,7 @@ class _Renderer:
         elif ":" in title:
             prefix = title.split(":", 1)[0].strip().lower()
             if prefix in self.namespaces.dropped:
-                return ""
+                return _DROPPED
             if prefix in self.namespaces.other or (prefix.isalpha() and prefix.islower()
                                                    and 2 <= len(prefix) <= 3):
                 # Another namespace, or an interlanguage link ([[fr:Paris]]): a label only.
@@ -200,7 +209,7 @@ class _Renderer:
         handler = _TEMPLATES.get(name) or _family(name)
         if handler is None:
             return HOLE if math or name in _HOLE_TEMPLATES or name.startswith(
-                ("#expr", "#time")) else ""
+                ("#expr", "#time")) else _DROPPED
         if isinstance(handler, str):
             return handler
         return handler(_Args(self, template, math or name in _MATH_TEMPLATES))
@@ -346,6 +355,117 @@ def _quote(a: _Args) -> str:
     return f"\n{text}\n" if text else ""
 
 
+def _degrees(values: list[str], direction: str) -> str | None:
+    """['57', '18', '22'], 'N' -> 57°18′22″N; None when these are no degrees."""
+    if not 1 <= len(values) <= 3 or not all(_NUMBER.fullmatch(v) for v in values):
+        return None
+    return "".join(v + unit for v, unit in zip(values, "°′″", strict=False)) + direction
+
+
+def _coord(a: _Args) -> str:
+    """{{coord|57|18|22|N|4|27|32|W}} -> '57°18′22″N 4°27′32″W' and {{coord|43.65|-79.38}} ->
+    '43.65°N 79.38°W': the coordinates as written (the template's conversion to the other form
+    is its arithmetic). display=title shows them by the page title only, not in the text."""
+    if a.get("display").lower().replace(" ", "") in ("title", "t"):
+        return _DROPPED
+    # Parameters such as type:city or region:US say what the place is; they show nothing.
+    parts = [p for p in a.all() if p and ":" not in p]
+    turns = [i for i, p in enumerate(parts) if p.upper() in ("N", "S", "E", "W")]
+    if len(turns) >= 2:
+        i, j = turns[:2]
+        lat = _degrees(parts[:i], parts[i].upper())
+        lon = _degrees(parts[i + 1:j], parts[j].upper())
+    elif len(parts) >= 2 and all(_NUMBER.fullmatch(p) for p in parts[:2]):
+        lat = _degrees([parts[0].lstrip("+-−")], "S" if parts[0][0] in "-−" else "N")
+        lon = _degrees([parts[1].lstrip("+-−")], "W" if parts[1][0] in "-−" else "E")
+    else:
+        lat = lon = None
+    return f"{lat} {lon}" if lat and lon else HOLE
+
+
+# The country names {{flag}} and its family show for the codes articles use most (ISO 3166,
+# IOC and FIFA codes); a code not listed is a hole rather than a wrong name.
+_COUNTRY_CODES = {code: name for name, codes in (
+    ("United States", "US USA"), ("United Kingdom", "UK GB GBR"), ("England", "ENG"),
+    ("Scotland", "SCO"), ("Wales", "WAL"), ("Northern Ireland", "NIR"), ("France", "FR FRA"),
+    ("Germany", "DE GER DEU"), ("Italy", "IT ITA"), ("Spain", "ES ESP"),
+    ("Portugal", "PT POR PRT"), ("Netherlands", "NL NED NLD"), ("Belgium", "BE BEL"),
+    ("Switzerland", "CH SUI CHE"), ("Austria", "AT AUT"), ("Ireland", "IE IRL"),
+    ("Sweden", "SE SWE"), ("Norway", "NO NOR"), ("Denmark", "DK DEN DNK"), ("Finland", "FI FIN"),
+    ("Iceland", "IS ISL"), ("Poland", "PL POL"), ("Czech Republic", "CZ CZE"),
+    ("Slovakia", "SK SVK"), ("Hungary", "HU HUN"), ("Romania", "RO ROU"),
+    ("Bulgaria", "BG BUL BGR"), ("Greece", "GR GRE GRC"), ("Serbia", "RS SRB"),
+    ("Croatia", "HR CRO HRV"), ("Slovenia", "SI SLO SVN"), ("Ukraine", "UA UKR"),
+    ("Russia", "RU RUS"), ("Belarus", "BY BLR"), ("Turkey", "TR TUR"), ("Israel", "IL ISR"),
+    ("Egypt", "EG EGY"), ("Iran", "IR IRI IRN"), ("Iraq", "IQ IRQ"),
+    ("Saudi Arabia", "SA KSA SAU"), ("India", "IN IND"), ("Pakistan", "PK PAK"),
+    ("China", "CN CHN"), ("Japan", "JP JPN"), ("South Korea", "KR KOR"),
+    ("North Korea", "KP PRK"), ("Taiwan", "TW TPE TWN"), ("Hong Kong", "HK HKG"),
+    ("Thailand", "TH THA"), ("Vietnam", "VN VIE VNM"), ("Philippines", "PH PHI PHL"),
+    ("Indonesia", "ID INA IDN"), ("Malaysia", "MY MAS MYS"), ("Singapore", "SG SGP"),
+    ("Australia", "AU AUS"), ("New Zealand", "NZ NZL"), ("Canada", "CA CAN"),
+    ("Mexico", "MX MEX"), ("Brazil", "BR BRA"), ("Argentina", "AR ARG"), ("Chile", "CL CHI CHL"),
+    ("Colombia", "CO COL"), ("Peru", "PE PER"), ("Venezuela", "VE VEN"), ("Cuba", "CU CUB"),
+    ("South Africa", "ZA RSA ZAF"), ("Nigeria", "NG NGR NGA"), ("Kenya", "KE KEN"),
+    ("Ethiopia", "ET ETH"), ("Morocco", "MA MAR"), ("Algeria", "DZ ALG DZA"),
+    ("Soviet Union", "URS"), ("East Germany", "GDR"), ("West Germany", "FRG"),
+    ("Yugoslavia", "YUG"), ("Czechoslovakia", "TCH"),
+) for code in codes.split()}
+_DISAMBIGUATED = re.compile(r"\s*\([^()]*\)$")  # "Georgia (country)" shows as "Georgia"
+
+
+def _country(name: str) -> str:
+    if name in _COUNTRY_CODES:
+        return _COUNTRY_CODES[name]
+    if re.fullmatch(r"[A-Z]{2,3}", name):
+        return HOLE
+    return _DISAMBIGUATED.sub("", name)
+
+
+def _flag(a: _Args) -> str:
+    """{{flag|France}}, {{flagcountry|FRA}}: the flag's icon, then the country's name."""
+    return a.get("name") or (_country(a(1)) if a(1) else "")
+
+
+def _flag_athlete(a: _Args) -> str:
+    # {{flagathlete|Jane Doe|USA}} shows the athlete and the country's code.
+    return f"{a(1)} ({a(2)})" if a(1) and a(2) else a(1)
+
+
+def _ship_name(prefix: str, name: str, ident: str, shown: str) -> str:
+    """A ship's name as the ship templates show it: 'HMS Dreadnought (1906)'. `shown` picks
+    the parts as the templates' display code does: 4 the prefix, 2 the name, 1 the ID, added;
+    any other text is shown in their place."""
+    if shown and not shown.isdigit():
+        return shown
+    bits = int(shown) if shown and 0 < int(shown) < 8 else 7
+    words = [w for bit, w in ((4, prefix), (2, name)) if bits & bit and w]
+    if bits & 1 and ident:
+        words.append(f"({ident})" if words else ident)
+    return " ".join(words)
+
+
+def _ship(a: _Args) -> str:
+    # {{ship|HMS|Dreadnought|1906}}; {{ship|German battleship|Bismarck}}
+    return _ship_name(a(1), a(2), a(3), a(4))
+
+
+def _prefixed_ship(prefix: str) -> Callable[[_Args], str]:
+    # {{USS|Enterprise|CV-6}}: {{ship}} with its prefix in the template's name
+    return lambda a: _ship_name(prefix, a(1), a(2), a(3))
+
+
+def _sortname(a: _Args) -> str:
+    # {{sortname|John|Smith}} -> 'John Smith' (the sort key and link target show nothing)
+    return " ".join(p for p in (a(1), a(2)) if p)
+
+
+# Ship prefixes that are templates of their own ({{USS|...}}, {{HMS|...}} ...).
+_SHIP_PREFIXES = ("USS", "USNS", "USCGC", "USAT", "USRC", "HMS", "HMAS", "HMCS", "HMNZS", "HMT",
+                  "HMY", "HMHS", "HMIS", "SS", "RMS", "MV", "SMS", "HNLMS", "HDMS", "HNoMS",
+                  "HSwMS", "INS", "ARA", "JS", "ROKS", "TCG", "PNS")
+
+
 _TEMPLATES: dict[str, str | Callable[[_Args], str]] = {
     **dict.fromkeys(("convert", "cvt"), _convert),
     **dict.fromkeys(("lang", "langx", "script"), _second),
@@ -401,6 +521,20 @@ _TEMPLATES: dict[str, str | Callable[[_Args], str]] = {
     "' \"": "'\"",
     "\" '": "\"'",
     "okina": "ʻ",
+    # Letters and marks written as templates: transliterations' ayin and hamza, quote marks.
+    **dict.fromkeys(("ayin", "ʿ", "ʿayn", "ayn"), "ʿ"),
+    **dict.fromkeys(("hamza", "ʾ"), "ʾ"),
+    "saltillo": "ꞌ",
+    **dict.fromkeys(("lsquo", "‘"), "‘"),
+    **dict.fromkeys(("rsquo", "’"), "’"),
+    **dict.fromkeys(("ldquo", "“"), "“"),
+    **dict.fromkeys(("rdquo", "”"), "”"),
+    "coord": _coord,
+    **dict.fromkeys(("flag", "flagu", "flagcountry", "flag country", "fb"), _flag),
+    "flagathlete": _flag_athlete,
+    "ship": _ship,
+    **{prefix.lower(): _prefixed_ship(prefix) for prefix in _SHIP_PREFIXES},
+    "sortname": _sortname,
     "shy": "",
     "zwsp": "",
 }
@@ -456,6 +590,19 @@ _GONE_CLEANUP = (
     (re.compile(rf"\s*[,;]\s*{_GONE}(?=\s*[,;])"), ""),
     (re.compile(rf"[ \t]*{_GONE}"), ""),
 )
+# A dropped template or link left a gap where its sentence needs words: after a word that cannot
+# end a phrase, before punctuation, a closing bracket or a conjunction ("it lies at .", "a
+# bestseller in and Spain", "See also ."), with a space before it as a template of words has.
+# Elsewhere ("large.{{citation needed}}", "where it is{{citation needed}}.", a file link on its
+# own line) nothing is missing.
+_NEEDS_WORDS = ("at|in|on|of|from|to|by|with|into|onto|for|near|as|than|between|among|via|per|"
+                "across|under|over|against|within|including|like|see|also|the|its|their|his|"
+                "her|this|these|those|and|or|nor|but|is|are|was|were|be|been|being|(?-i:an?)")
+_DROPPED_RUN = re.compile(rf"{_DROPPED}(?:[ \t]*{_DROPPED})+")
+_DROPPED_GAP = re.compile(
+    rf"(?<![\w'’-])((?:{_NEEDS_WORDS})[ \t]+){_DROPPED}"
+    r"(?=[ \t]*(?:[.,;:!?)\]]|$|(?:and|or|but|nor)\b))", re.I | re.M)
+_DROPPED_BEFORE_MARK = re.compile(rf"[ \t]*{_DROPPED}(?=[.,;:!?)])")
 # Brackets a dropped template emptied: "Alabama ( ; ) is", "(; born 1950)".
 _BRACKETS = (
     (re.compile(r"[ \t]*\([\s,;:–-]*\)"), ""),
@@ -496,6 +643,7 @@ def _drop_bracketed(text: str, start: re.Pattern) -> str:
         if end is None:
             newline = text.find("\n", m.start())
             end = len(text) if newline < 0 else newline
+        out.append(_DROPPED)
         pos = end
     out.append(text[pos:])
     return "".join(out)
@@ -540,7 +688,12 @@ def _tidy(text: str, namespaces) -> str:
     text = _GONE_SAID.sub(HOLE, text)
     text = _GONE_LABEL.sub(_GONE, text)
     text = _GONE_RUN.sub(_GONE, text)
-    for pattern, replacement in _GONE_CLEANUP + _BRACKETS:
+    for pattern, replacement in _GONE_CLEANUP:
+        text = pattern.sub(replacement, text)
+    text = _DROPPED_RUN.sub(_DROPPED, text)
+    text = _DROPPED_GAP.sub(lambda m: m.group(1) + HOLE, text)
+    text = _DROPPED_BEFORE_MARK.sub("", text).replace(_DROPPED, "")
+    for pattern, replacement in _BRACKETS:
         text = pattern.sub(replacement, text)
     return text
 
@@ -596,11 +749,40 @@ def parse(wikitext: str):
     return mwparserfromhell.parse(preprocess(wikitext))
 
 
+# Sections that list sources, works or links rather than say anything: their items ("Smith, J.
+# (2000). Letters.") would read as sentences.
+_LIST_SECTIONS = frozenset({
+    "references", "notes", "footnotes", "citations", "sources", "bibliography", "further reading",
+    "external links", "see also", "works cited", "cited works", "cited sources",
+    "notes and references", "references and notes", "notes and sources", "explanatory notes",
+    "general references", "general and cited references", "reference list", "literature cited",
+    "sources and further reading", "selected bibliography", "selected works",
+    "selected publications", "publications", "discography", "filmography", "primary sources",
+    "secondary sources",
+})
+
+
+def _prose_nodes(code) -> list:
+    """The article's nodes less its _LIST_SECTIONS (each to the next heading of its level or
+    above)."""
+    nodes, skipping = [], 0  # the level of the heading whose section is left out; 0: none
+    for node in code.nodes:
+        if isinstance(node, Heading):
+            if skipping and node.level > skipping:
+                continue
+            title = " ".join(_QUOTES.sub("", str(node.title)).split())
+            skipping = node.level if title.strip(" :.").lower() in _LIST_SECTIONS else 0
+        if not skipping:
+            nodes.append(node)
+    return nodes
+
+
 def plain_text(code, namespaces) -> str:
-    """The readable text of a parsed article (`parse`), paragraphs on lines of their own.
-    `namespaces` has .dropped (links into these vanish: files, categories) and .other (links
-    into these keep their label). Holes are still marked with HOLE."""
-    return _tidy(_Renderer(namespaces).render(code), namespaces)
+    """The readable text of a parsed article (`parse`), paragraphs on lines of their own, less
+    the sections that list references (_LIST_SECTIONS). `namespaces` has .dropped (links into
+    these vanish: files, categories) and .other (links into these keep their label). Holes are
+    still marked with HOLE."""
+    return _tidy(_Renderer(namespaces).render_nodes(_prose_nodes(code)), namespaces)
 
 
 def sentences(text: str, min_words: int = MIN_WORDS) -> Sentences:
