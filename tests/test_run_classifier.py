@@ -1,6 +1,7 @@
 """run_classifier as a user runs it: learning a task, exact multi-rank scoring, GLUE layouts,
 prediction-only runs, resuming, errors."""
 
+import fcntl
 import json
 import os
 import subprocess
@@ -417,6 +418,84 @@ def test_quoted_newline_in_a_tsv_is_named_as_such(sample_vocab, tmp_path):
                          "inside a quoted text? In a .tsv quotes are plain text", sample_vocab,
                          tmp_path)
     assert "save the file as .csv" in error and "a tab inside a text" not in error
+
+
+def _small_run(topic_dir, vocab, out):
+    return ["--train_file", str(topic_dir / "train.tsv"), "--model_size", "tiny",
+            "--spm_model", vocab, "--max_seq_length", "32", "--per_gpu_batch_size", "8",
+            "--total_steps", "2", "--output_dir", str(out), "--no_progress", "--xla", "off"]
+
+
+def _one_error(code, err):
+    assert code == 2, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    return errors[0]
+
+
+@pytest.mark.parametrize("record, wrong", [
+    ([], "it holds a list, expected an object"),
+    ({"spec": "lr=1e-3", "started_from": {"load_from": "scratch"}},
+     "its 'spec' is a string, expected an object"),
+    ({"started_from": "scratch"}, "its 'started_from' is a string, expected an object"),
+    ({"xla": "off"}, "its 'xla' is a string, expected an object"),
+    ({"best": {"metric": "accuracy", "value": "0.9", "step": 2}}, "its best is "),
+], ids=["list", "spec-string", "started-from-string", "xla-string", "best-value-string"])
+def test_a_run_record_of_the_wrong_shape_is_one_line_before_any_work(record, wrong, topic_task,
+                                                                      sample_vocab, tmp_path):
+    """Issue 34 item 8: one line naming run.json, exit 2, before featurizing or training (a
+    non-numeric best score used to crash after the training, losing the export and summary)."""
+    out = tmp_path / "out"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "run.json").write_text(json.dumps(record))
+    error = _one_error(*run_in_process("run_classifier", _small_run(topic_task[0], sample_vocab,
+                                                                    out))[::2])
+    assert f"{out / 'checkpoints' / 'run.json'} is not a run record: {wrong}" in error, error
+    assert "--overwrite_checkpoint_dir" in error
+    assert sorted(os.listdir(out)) == ["checkpoints"]  # no cache, no logs: nothing ran
+
+
+def test_a_second_run_on_an_output_dir_in_use_is_refused_before_featurizing(topic_task,
+                                                                          sample_vocab, tmp_path):
+    """Issue 34 item 10: two runs started at once on one fresh --output_dir: the run directory's
+    lock is taken before the feature cache is written, so the loser says the directory is in
+    use and by whom, not a missing `.tfrecord.tmp` the winner renamed away."""
+    out = tmp_path / "out"
+    (out / "checkpoints").mkdir(parents=True)
+    # Another open file description conflicts with flock as another process would.
+    holder = os.open(out / "checkpoints" / ".lock", os.O_RDWR | os.O_CREAT)
+    os.write(holder, b"pid 4242 on host elsewhere, since 2026-01-01 00:00:00\n")
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        code, _, err = run_in_process("run_classifier", _small_run(topic_task[0], sample_vocab,
+                                                                   out))
+    finally:
+        os.close(holder)
+    error = _one_error(code, err)
+    assert (f"--checkpoint_dir {out / 'checkpoints'} is in use by another run (pid 4242 on "
+            "host elsewhere") in error, error
+    assert sorted(os.listdir(out)) == ["checkpoints"]  # the winner's cache is not touched
+
+
+def test_feature_cache_temporaries_are_named_per_process(tmp_path, monkeypatch):
+    """Issue 34 item 10: two writers of one cache entry (runs sharing --cache_dir) never write
+    into, or rename away, each other's temporary file."""
+    from albert.data import classification, squad
+
+    prefix = str(tmp_path / "train.tsv.key")
+    for name in (".tfrecord.tmp", ".meta.json.tmp"):  # the fixed names a writer used to share
+        os.mkdir(prefix + name)
+    other = 4242
+    for name in (".tfrecord", ".meta.json"):  # another writer's, in flight
+        os.mkdir(f"{prefix}{name}.{other}.tmp")
+    classification.write_feature_cache([], {"examples": 0}, prefix, regression=False)
+    assert os.path.isfile(prefix + ".tfrecord") and os.path.isfile(prefix + ".meta.json")
+    squad.write_feature_cache([], prefix + ".squad")
+    assert os.path.isfile(prefix + ".squad.tfrecord")
+    assert sorted(p for p in os.listdir(tmp_path) if p.endswith(".tmp")) == sorted(
+        os.path.basename(p) for p in (prefix + ".tfrecord.tmp", prefix + ".meta.json.tmp",
+                                      f"{prefix}.tfrecord.{other}.tmp",
+                                      f"{prefix}.meta.json.{other}.tmp"))
 
 
 @pytest.mark.e2e

@@ -4,12 +4,17 @@ twice at one step, the closing summary line."""
 
 import json
 import math
+import re
+import time
+import types
 
 import pytest
 
 from albert.errors import FlagError
 from albert.tasks import Evaluation, Task, runner
 from albert.train.distributed import Distributed
+
+PROCESS_SEEN = time.time()  # this process started before its tests were imported
 
 
 def classifier_spec(tmp_path, sample_vocab, *flags):
@@ -48,7 +53,8 @@ def test_keep_best_keeps_only_an_improvement_and_records_it(tmp_path, sample_voc
         assert runner.keep_best(loss, None, {"loss": value, "accuracy": 0.5}, step, dist) is better
     assert kept == [str(directory / "best")] * 2
     record = json.loads((directory / "run.json").read_text())
-    assert record["best"] == {"metric": "loss", "value": 0.7, "step": 4}
+    assert record["best"] == {"metric": "loss", "value": 0.7, "step": 4,
+                              **runner.evaluation_file(loss)}
     # Higher is better for every other metric; another metric starts over.
     accuracy = classifier_spec(tmp_path, sample_vocab, "--keep_best", "accuracy")
     assert runner.keep_best(accuracy, None, {"accuracy": 0.1}, 12, dist)
@@ -99,3 +105,91 @@ def test_the_summary_says_what_ran_how_long_its_scores_and_where_things_are(tmp_
     finished = runner.summary(task, "finished", 40, 65, {}, None)
     assert finished.startswith("summary: classification, 40 updates (already finished), 1m05s")
     assert "SavedModel" not in finished
+
+
+def test_keep_best_starts_afresh_when_the_evaluation_file_changes(tmp_path, sample_vocab,
+                                                                  monkeypatch, caplog):
+    """Issue 34 item 5: the best records the evaluation file (real path and checksum); a score
+    on another file (a new path, or new content under the old one) is not measured against it."""
+    monkeypatch.setattr(runner, "save_pretrained", lambda model, target, **kwargs: None)
+    spec = classifier_spec(tmp_path, sample_vocab, "--keep_best", "accuracy")
+    (tmp_path / "out" / "checkpoints").mkdir(parents=True)
+    dist = Distributed()
+    assert runner.keep_best(spec, None, {"accuracy": 0.9}, 2, dist)
+    best = json.loads((tmp_path / "out" / "checkpoints" / "run.json").read_text())["best"]
+    assert best["eval_file"] == str((tmp_path / "dev.tsv").resolve())
+    assert len(best["eval_sha256"]) == 64
+    assert not runner.keep_best(spec, None, {"accuracy": 0.5}, 4, dist)
+    # The same path, other content: a lower score on it becomes the best, and it says why.
+    (tmp_path / "dev.tsv").write_text("other rows\n")
+    with caplog.at_level("WARNING"):
+        assert runner.keep_best(spec, None, {"accuracy": 0.5}, 6, dist)
+    assert (f"--keep_best accuracy: the evaluation file is {(tmp_path / 'dev.tsv').resolve()} "
+            f"now, not {best['eval_file']} as when the best so far (0.9000 at step 2) was "
+            "scored: comparing afresh") in caplog.text
+    assert not runner.keep_best(spec, None, {"accuracy": 0.4}, 8, dist)
+    # Another file.
+    (tmp_path / "dev2.tsv").write_text("x")
+    moved = spec.replace(data={**spec.data, "eval": [str(tmp_path / "dev2.tsv")]})
+    assert runner.keep_best(moved, None, {"accuracy": 0.3}, 10, dist)
+    record = json.loads((tmp_path / "out" / "checkpoints" / "run.json").read_text())
+    assert record["best"]["step"] == 10
+    assert record["best"]["eval_file"] == str((tmp_path / "dev2.tsv").resolve())
+
+
+def test_with_keep_best_the_summary_and_eval_results_name_the_exported_model(tmp_path,
+                                                                            sample_vocab):
+    """Issue 34 item 11: the final model's scores are said to be its own, and which model was
+    kept and exported (its step and score) is in the summary line and eval_results.json."""
+    spec = classifier_spec(tmp_path, sample_vocab, "--keep_best", "loss")
+    out = tmp_path / "out"
+    (out / "checkpoints" / "best").mkdir(parents=True)
+    best = {"metric": "loss", "value": 0.25, "step": 4, **runner.evaluation_file(spec)}
+    (out / "checkpoints" / "run.json").write_text(json.dumps({"best": best}))
+    (out / "eval_results.json").write_text(json.dumps({"loss": 0.5, "step": 8}))
+    kept = runner.kept_best(spec, "/serving/1", Distributed())
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results == {"loss": 0.5, "step": 8, "keep_best": {
+        **best, "model": "best", "path": str(out / "checkpoints" / "best"),
+        "exported": "/serving/1"}}
+    line = runner.summary(_Scored(spec), "done", 8, 30, {"eval": {"loss": 0.5}}, "/serving/1",
+                          kept)
+    for part in ("eval of the final model loss 0.5000",
+                 f"best loss 0.2500 at step 4 in {out / 'checkpoints' / 'best'}",
+                 "SavedModel (the best model) in /serving/1"):
+        assert part in line, part
+    # No evaluation kept one (none scored, or every score NaN): the final model was exported.
+    (out / "checkpoints" / "run.json").write_text("{}")
+    (out / "checkpoints" / "best").rmdir()
+    kept = runner.kept_best(spec, "/serving/1", Distributed())
+    assert kept["model"] == "final" and kept["value"] is None
+    line = runner.summary(_Scored(spec), "done", 8, 30, {}, "/serving/1", kept)
+    assert "no evaluation kept a best loss: the final model stands" in line
+    assert "SavedModel (the final model) in /serving/1" in line
+    assert json.loads((out / "eval_results.json").read_text())["keep_best"]["model"] == "final"
+
+
+def test_the_summary_duration_counts_the_command_s_start_up(tmp_path, sample_vocab, monkeypatch,
+                                                           capsys):
+    """Issue 34 item 12: the duration is the command's, from the process's start (TensorFlow's
+    import and the flag checks included), not from when the runner began its work."""
+    started = runner.process_started()
+    assert started <= PROCESS_SEEN and started > PROCESS_SEEN - 7 * 86400
+    assert runner.process_started(str(tmp_path / "no-such-stat")) == runner._IMPORTED
+    monkeypatch.setattr(runner, "process_started", lambda: time.time() - 3725)
+    spec = classifier_spec(tmp_path, sample_vocab, "--xla", "off")
+    task = _EvaluatedOnly(spec.replace(data={"eval": spec.data["eval"]}))
+    assert runner.run(task) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("summary: ")][0]
+    assert re.match(r"summary: classification, evaluation only, 1h\d\dm\d\ds;", line), line
+
+
+class _EvaluatedOnly(_Scored):
+    """An evaluation-only task without a model or data to read: what run() does around it."""
+    needs_tokenizer = False
+
+    def fine_tuned_model(self, dist):
+        return types.SimpleNamespace(config=types.SimpleNamespace(max_position_embeddings=512))
+
+    def evaluations(self, model, trainer, dist):
+        return [Evaluation("eval", 0, lambda xla, step: {"accuracy": 0.5})]

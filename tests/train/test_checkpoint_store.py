@@ -229,6 +229,41 @@ def test_checkpoint_from_before_the_update_count_resumes_with_its_step_as_the_co
     assert int(phase2.step) == 0 and int(phase2.optimizer.updates) == 2
 
 
+@pytest.mark.slow
+def test_a_legacy_second_phase_counts_the_updates_of_the_moments_it_began_with(tmp_path):
+    """Issue 34 item 18: a phase-2 checkpoint from before the update count, whose run began with
+    phase 1's moments (--load_optimizer_state, its step from 0), counts phase 1's updates too,
+    resumed or carried on; with phase 1 gone the count is unknown, and it is refused naming the
+    way on, not guessed short."""
+    phase1, phase2 = tmp_path / "p1", tmp_path / "p2"
+    old = make_trainer()
+    old.step.assign(2)
+    _legacy_checkpoint(old, str(phase1))
+    old.step.assign(3)  # phase 2's own updates; its moments have seen 2 + 3
+    _legacy_checkpoint(old, str(phase2))
+    write_run_record(str(phase2), {"started_from": {
+        "load_from": "checkpoint", "checkpoint_path": str(phase1), "load_optimizer_state": True}})
+    resumed = make_trainer()
+    assert CheckpointStore(str(phase2), resumed.trackables(),
+                           Distributed()).restore_latest().endswith("ckpt-2")
+    assert int(resumed.step) == 3 and int(resumed.optimizer.updates) == 5
+    carried = make_trainer()
+    CheckpointStore(str(tmp_path / "p3"), carried.trackables(), Distributed()).restore(
+        str(phase2), partial="weights+optimizer")
+    assert int(carried.step) == 0 and int(carried.optimizer.updates) == 5
+    for name in os.listdir(phase1):
+        os.remove(phase1 / name)
+    with pytest.raises(CheckpointError) as e:
+        CheckpointStore(str(phase2), make_trainer().trackables(), Distributed()).restore_latest()
+    for part in (f"checkpoint {phase2 / 'ckpt-2'} predates the optimizer's update count and its "
+                 f"run began with the optimizer moments of {phase1} (--load_optimizer_state), "
+                 "which holds no checkpoint now",
+                 "Put that checkpoint back and run the same command again, or start a new run "
+                 f"from these weights alone (--load_from checkpoint --checkpoint_path "
+                 f"{phase2 / 'ckpt-2'}, without --load_optimizer_state)"):
+        assert part in str(e.value), str(e.value)
+
+
 def _counting_dataset(skip):
     # Records 0, 1, 2, ... as batches of 2, skipping `skip` records first, as a runner's make_data.
     from albert.data.reader import resumable_skip

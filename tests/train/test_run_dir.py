@@ -11,6 +11,7 @@ from helpers import make_trainer
 from albert.errors import CheckpointError
 from albert.train.checkpoint_store import CheckpointStore
 from albert.train.distributed import Distributed
+from albert.train.optimization import make_optimizer
 from albert.train.run_dir import (
     LOCK_FILE,
     describe_start,
@@ -54,12 +55,13 @@ def test_mark_finished_keeps_the_record_and_only_rank_0_writes(tmp_path):
     class Rank1(Distributed):
         rank = 1
 
-    write_run_record(str(tmp_path), {"xla": {"gradient": True}, "finished": False})
+    xla = {"gradient": True, "update": True, "reason": "--xla on"}
+    write_run_record(str(tmp_path), {"xla": xla, "finished": False})
     mark_finished(str(tmp_path), 9, Rank1())
     assert read_run_record(str(tmp_path))["finished"] is False
     mark_finished(str(tmp_path), 9, Distributed())
     assert json.loads((tmp_path / "run.json").read_text()) == {
-        "xla": {"gradient": True}, "finished": True, "step": 9}
+        "xla": xla, "finished": True, "step": 9}
 
 
 def test_interrupted_saves_are_removed_and_completed_ones_kept(tmp_path):
@@ -88,19 +90,35 @@ def test_load_from_checkpoint_with_nothing_to_load_is_refused(tmp_path):
     assert read_run_record(str(tmp_path)) is None  # a refused start records nothing
 
 
-def test_checkpoints_without_a_record_resume_as_this_commands_run(batches, tmp_path, caplog):
+def test_checkpoints_without_a_record_resume_as_this_commands_run(tmp_path, caplog):
+    """Issue 34 item 3: as the flags say (bias-corrected here, not the legacy uncorrected
+    form), with one line saying the record was missing, and a best model whose score was in the
+    lost record is set aside, never replaced by a worse one."""
     first = make_trainer()
     store = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
-    first.train_step(batches[0])
+    first.step.assign(1)
     store.save(1)
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "config.json").write_text("{}")
     start = {"load_from": "scratch", "checkpoint_path": None}
     again = make_trainer()
+    assert again.optimizer.bias_correction
     with caplog.at_level("WARNING"):
         assert start_state(again, CheckpointStore(str(tmp_path), again.trackables(),
                                                   Distributed()),
-                           load_from="scratch", checkpoint_path=None) == "resumed"
-    assert "has checkpoints but no run record" in caplog.text and int(again.step) == 1
-    assert read_run_record(str(tmp_path))["started_from"] == start
+                           load_from="scratch", checkpoint_path=None,
+                           record={"spec": {"bias_correction": True}}) == "resumed"
+    assert int(again.step) == 1 and again.optimizer.bias_correction
+    record = read_run_record(str(tmp_path))
+    assert record["started_from"] == start and record["spec"]["bias_correction"] is True
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [w for w in warnings if "run.json" in w and "best" not in w] == [
+        f"{tmp_path} has checkpoints but no run record (run.json): resuming them as this "
+        "command's run, with its flags"]
+    assert not any("uncorrected" in w or "before run specs" in w for w in warnings)
+    aside = [p for p in os.listdir(tmp_path) if p.startswith("best.unscored-")]
+    assert not (tmp_path / "best").exists() and len(aside) == 1
+    assert (tmp_path / aside[0] / "config.json").read_text() == "{}"
 
 
 def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_path):
@@ -194,3 +212,104 @@ def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
                        load_from="scratch", checkpoint_path=None,
                        record={"started_from": start}) == "new"
     assert "best" not in read_run_record(str(tmp_path)) and not (tmp_path / "best").exists()
+
+
+def _saved_run(directory, record):
+    """A run directory at step 1 with `record` (the update itself is not what these test)."""
+    first = make_trainer()
+    store = CheckpointStore(str(directory), first.trackables(), Distributed())
+    first.step.assign(1)
+    store.save(1)
+    write_run_record(str(directory), record)
+
+
+SCRATCH = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
+
+
+def test_a_run_recorded_before_specs_resumes_in_the_form_its_record_holds(tmp_path, caplog):
+    """Issue 34 item 3: the version before run specs recorded a top-level "bias_correction";
+    true resumes corrected (not the legacy uncorrected form, 6x larger updates), false under a
+    command saying on is refused naming the way on. Only no entry at all is uncorrected."""
+    _saved_run(tmp_path, {"started_from": SCRATCH, "bias_correction": True})
+    again = make_trainer()
+    with caplog.at_level("WARNING"):
+        assert start_state(again, CheckpointStore(str(tmp_path), again.trackables(),
+                                                  Distributed()),
+                           load_from="scratch", checkpoint_path=None,
+                           record={"started_from": SCRATCH,
+                                   "spec": {"bias_correction": True}}) == "resumed"
+    assert again.optimizer.bias_correction
+    assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is True
+    assert "uncorrected" not in caplog.text
+    _saved_run(tmp_path / "off", {"started_from": SCRATCH, "bias_correction": False})
+    other = make_trainer()
+    with pytest.raises(CheckpointError, match=r"holds a run trained with --bias_correction off "
+                                              r"\(step 1\); this command says on. Resume it "
+                                              r"with --bias_correction off"):
+        start_state(other, CheckpointStore(str(tmp_path / "off"), other.trackables(),
+                                           Distributed()),
+                    load_from="scratch", checkpoint_path=None,
+                    record={"started_from": SCRATCH, "spec": {"bias_correction": True}})
+    same = make_trainer(optimizer=lambda v: make_optimizer("lamb", v, bias_correction=False))
+    assert start_state(same, CheckpointStore(str(tmp_path / "off"), same.trackables(),
+                                             Distributed()),
+                       load_from="scratch", checkpoint_path=None,
+                       record={"started_from": SCRATCH,
+                               "spec": {"bias_correction": False}}) == "resumed"
+    assert not same.optimizer.bias_correction
+
+
+def test_a_record_without_a_top_level_start_takes_its_specs(tmp_path):
+    """Issue 34 item 12: not refused as "started from ?" when its spec says scratch."""
+    _saved_run(tmp_path, {"spec": {"started_from": SCRATCH, "bias_correction": True}})
+    again = make_trainer()
+    assert start_state(again, CheckpointStore(str(tmp_path), again.trackables(), Distributed()),
+                       load_from="scratch", checkpoint_path=None,
+                       record={"started_from": SCRATCH,
+                               "spec": {"started_from": SCRATCH,
+                                        "bias_correction": True}}) == "resumed"
+    other = {**SCRATCH, "load_from": "pretrained", "checkpoint_path": "/models/x"}
+    with pytest.raises(CheckpointError, match="holds a run started from scratch; this command "
+                                              "starts from pretrained /models/x"):
+        start_state(make_trainer(), CheckpointStore(str(tmp_path), again.trackables(),
+                                                    Distributed()),
+                    load_from="pretrained", checkpoint_path="/models/x",
+                    record={"started_from": other, "spec": {"started_from": other}})
+
+
+@pytest.mark.parametrize("record, wrong", [
+    ([1, 2], "it holds a list, expected an object"),
+    ({"spec": "lr=1e-3"}, "its 'spec' is a string, expected an object"),
+    ({"started_from": "scratch"}, "its 'started_from' is a string, expected an object"),
+    ({"xla": "on"}, "its 'xla' is a string, expected an object"),
+    ({"xla": {"gradient": "yes", "update": True, "reason": "r"}}, "its xla is "),
+    ({"best": {"metric": "f1", "value": "high", "step": 4}}, "its best is "),
+    ({"best": {"metric": "f1", "value": 0.5}},
+     """its best is {"metric": "f1", "value": 0.5}, expected a metric's name, a numeric value"""),
+    ({"step": "7"}, "its 'step' is a string, expected a number"),
+    ({"finished": 1}, "its 'finished' is a number, expected a boolean"),
+    ({"bias_correction": "on"}, "its 'bias_correction' is a string, expected a boolean"),
+    ({"spec": {"started_from": "scratch"}}, "its spec.started_from is a string"),
+])
+def test_a_record_of_the_wrong_shape_is_one_error_naming_it(record, wrong, tmp_path):
+    """Issue 34 item 8: valid JSON of the wrong shape is refused when read (before any
+    training), never a traceback later; --overwrite_checkpoint_dir discards it as asked."""
+    (tmp_path / "run.json").write_text(json.dumps(record))
+    with pytest.raises(CheckpointError) as e:
+        read_run_record(str(tmp_path))
+    assert f"{tmp_path / 'run.json'} is not a run record: {wrong}" in str(e.value)
+    assert "--overwrite_checkpoint_dir" in str(e.value)
+
+
+def test_a_record_of_the_wrong_shape_stops_a_start_and_overwrite_discards_it(tmp_path):
+    """Issue 34 item 8: refused at the start, not after training; the flag the message names
+    (--overwrite_checkpoint_dir) then works instead of tripping over the same record."""
+    (tmp_path / "run.json").write_text(json.dumps({"best": {"metric": "f1", "value": "high",
+                                                            "step": 4}}))
+    trainer = make_trainer()
+    store = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
+    with pytest.raises(CheckpointError):
+        start_state(trainer, store, load_from="scratch", checkpoint_path=None)
+    assert start_state(trainer, store, load_from="scratch", checkpoint_path=None,
+                       overwrite=True) == "new"
+    assert read_run_record(str(tmp_path))["started_from"]["load_from"] == "scratch"

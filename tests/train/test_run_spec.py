@@ -10,7 +10,14 @@ import sys
 import pytest
 
 from albert.demo.classification_sample import write_task
-from albert.train.run_spec import differences
+from albert.errors import CheckpointError
+from albert.train.run_spec import (
+    TOOLKIT,
+    check_resume,
+    differences,
+    file_sha256,
+    toolkit_version,
+)
 
 
 def run_classifier(argv, check=True):
@@ -133,9 +140,20 @@ def test_keep_best_keeps_the_best_evaluation_and_says_which(topic, sample_vocab,
     best = min(evals, key=lambda r: r["loss"])
     record = json.loads((out / "checkpoints" / "run.json").read_text())
     assert record["best"] == {"metric": "loss", "value": pytest.approx(best["loss"]),
-                              "step": best["step"]}
+                              "step": best["step"],
+                              "eval_file": os.path.realpath(topic / "dev.tsv"),
+                              "eval_sha256": file_sha256(str(topic / "dev.tsv"))}
     assert f"best loss so far: {best['loss']:.4f} at step {best['step']}" in proc.stderr
     kept = out / "checkpoints" / "best"
+    # Issue 34 item 11: the summary and eval_results.json say which model was exported (the
+    # best kept, its step and score), and that their other scores are the final model's.
+    line = [x for x in proc.stdout.splitlines() if x.startswith("summary: ")][-1]
+    assert f"best loss {best['loss']:.4f} at step {best['step']} in {kept}" in line, line
+    assert "SavedModel (the best model) in " in line and "eval of the final model " in line
+    results = json.loads((out / "eval_results.json").read_text())
+    assert results["keep_best"] == {**record["best"], "model": "best", "path": str(kept),
+                                    "exported": results["keep_best"]["exported"]}
+    assert results["keep_best"]["exported"].endswith(os.path.join("serving", "1"))
     assert json.loads((kept / "albert_task.json").read_text())["labels"] == \
         record["spec"]["labels"]
     # The kept model scores what it scored when it was kept.
@@ -236,6 +254,40 @@ def test_the_recorded_identity_holds_everything_that_decides_the_trajectory(samp
     assert differences(record, changed) == [
         "learning_rate: recorded 3e-05, now 0.0001", "warmup_proportion: recorded 0.1, now None",
         "warmup_steps: recorded None, now 0"]
+
+
+def test_a_resume_with_another_global_batch_is_refused():
+    """Issue 34 item 14: the global batch is the run's (the update's size and the schedule's
+    meaning); only its split may change. Fails if global_batch joins MAY_CHANGE."""
+    recorded = {"task": "classification", "global_batch": 32, "learning_rate": 1e-3,
+                "total_steps": 10}
+    with pytest.raises(CheckpointError, match=r"holds another run \(step 4\); this command "
+                                              r"differs in global_batch: recorded 32, now 64"):
+        check_resume({"spec": recorded}, {**recorded, "global_batch": 64}, "ckpt", 4)
+    assert check_resume({"spec": recorded}, recorded, "ckpt", 4) == recorded
+
+
+def test_the_record_names_the_toolkit_version_and_a_newer_ones_settings_are_named():
+    """Issue 34 item 12: run.json records albert-tf's version (the distribution, not the import
+    name), and a run recorded by a newer version with settings this one lacks is refused saying
+    which version resumes it, not "resume it with the recorded settings" (no flag gives them)."""
+    import importlib.metadata as md
+
+    from albert.train.run_spec import environment
+
+    assert environment()["versions"][TOOLKIT] == md.version("albert-tf") == toolkit_version()
+    spec = {"task": "squad", "features": {"max_seq_length": 64}, "learning_rate": 1e-3}
+    newer = {**spec, "features": {"max_seq_length": 64, "stride_mode": "sentence"},
+             "label_smoothing": 0.1}
+    with pytest.raises(CheckpointError) as e:
+        check_resume({"spec": newer, "versions": {TOOLKIT: "99.0.0"}}, spec, "ckpt", 3)
+    message = str(e.value)
+    assert (f"recorded by {TOOLKIT} 99.0.0, with settings this version ({toolkit_version()}) "
+            "does not know: features.stride_mode, label_smoothing. Resume it with "
+            f"{TOOLKIT} 99.0.0 or later") in message
+    assert "recorded settings" not in message
+    # Recorded by a newer version without new settings: it resumes.
+    assert check_resume({"spec": spec, "versions": {TOOLKIT: "99.0.0"}}, spec, "ckpt", 3) == spec
 
 
 def test_a_squad_run_recorded_before_padding_resumes_as_padded_to_max():

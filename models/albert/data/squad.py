@@ -340,7 +340,7 @@ def write_feature_cache(features: list[Feature], prefix: str) -> None:
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
 
-    tmp = prefix + ".tfrecord.tmp"
+    tmp = f"{prefix}.tfrecord.{os.getpid()}.tmp"  # per process: two runs may share a cache
     with tf.io.TFRecordWriter(tmp) as writer:
         for i, f in enumerate(features):
             n = f.length
@@ -353,9 +353,9 @@ def write_feature_cache(features: list[Feature], prefix: str) -> None:
                 "feature_index": ints([i]),
             }))
             writer.write(example.SerializeToString())
-    with open(prefix + ".meta.json.tmp", "w", encoding="utf-8") as out:
+    with open(f"{prefix}.meta.json.{os.getpid()}.tmp", "w", encoding="utf-8") as out:
         json.dump(feature_meta(features), out)
-    os.replace(prefix + ".meta.json.tmp", prefix + ".meta.json")
+    os.replace(f"{prefix}.meta.json.{os.getpid()}.tmp", prefix + ".meta.json")
     os.replace(tmp, prefix + ".tfrecord")  # last: its presence means the cache is complete
 
 

@@ -9,6 +9,7 @@ its message instead of leaving the others waiting at the next collective.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -21,12 +22,20 @@ from albert.io.savedmodel import export_after_run
 from albert.io.task_card import TASK_FILE, read_task_card, task_card
 from albert.train import distributed
 from albert.train.memory import choose_auto_batch, memory_plan_of, plan_only_lines
-from albert.train.run_dir import mark_finished, read_run_record, start_state, write_run_record
+from albert.train.run_dir import (
+    lock_run_directory,
+    mark_finished,
+    read_run_record,
+    release_unused_run_directory,
+    start_state,
+    write_run_record,
+)
 from albert.train.run_spec import (
     RunSpec,
     check_fits,
     check_vocabulary,
     environment,
+    file_sha256,
     identity,
     model_config,
 )
@@ -56,15 +65,26 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
 
 def run(task) -> int:
     """Run `task` (its spec in task.spec) to the end; 0 when it finished or stopped cleanly."""
+    started = process_started()
+    dist = distributed.init()
+    spec = task.spec = distributed.on_chief(dist, lambda: task.spec)
+    created = claim_run_directory(spec, dist) if spec.trains else []
+    try:
+        return _run(task, dist, started)
+    except BaseException:
+        if created and dist.is_chief:
+            release_unused_run_directory(spec.outputs.checkpoint_dir, created)
+        raise
+
+
+def _run(task, dist, started: float) -> int:
     # TensorFlow: see the note at the top.
     import keras
 
     from albert.train.precision import set_precision
     from albert.train.run_logging import MetricsLogger
 
-    started = time.time()
-    dist = distributed.init()
-    spec = task.spec = distributed.on_chief(dist, lambda: task.spec)
+    spec = task.spec
     set_precision(spec.execution.precision)
     # Rank 0's initial weights are broadcast to every rank; dropout masks are keyed by rank.
     keras.utils.set_random_seed(spec.execution.seed)
@@ -106,12 +126,51 @@ def run(task) -> int:
             keep_best(spec, model, final.get("eval"), step, dist)
         task.after_evaluation(model, xla.gradient, dist)
         exported = export(task, model, dist)
+        best = kept_best(spec, exported, dist) if spec.trains else None
     finally:
         metrics.close()
     if dist.is_chief:
-        print(summary(task, status, step, time.time() - started, final, exported), flush=True)
+        print(summary(task, status, step, time.time() - started, final, exported, best),
+              flush=True)
     dist.barrier()
     return 0
+
+
+def process_started(_stat: str = "/proc/self/stat") -> float:
+    """When this command started (time.time()'s clock): its duration counts the start-up too,
+    TensorFlow's import and the flags' checks, which take a good part of a short run. Where /proc
+    cannot tell, when this module was imported."""
+    try:
+        with open(_stat) as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return _IMPORTED
+
+
+_IMPORTED = time.time()
+
+
+def claim_run_directory(spec: RunSpec, dist) -> list[str]:
+    """Before any work (featurizing writes into the run's cache, which a second run on the same
+    --output_dir would write at once): rank 0 takes the run directory's lock and reads its
+    record, so a run in use or a record of the wrong shape is refused first. Returns the
+    directories the lock made, deepest first (a start refused later removes them again)."""
+    out = spec.outputs
+
+    def claim():
+        created, path = [], os.path.abspath(out.checkpoint_dir)
+        while not os.path.exists(path):
+            created.append(path)
+            path = os.path.dirname(path)
+        lock_run_directory(out.checkpoint_dir)
+        if not out.overwrite_checkpoint_dir:
+            read_run_record(out.checkpoint_dir)
+        return created
+
+    return distributed.on_chief(dist, claim)
 
 
 class Tracked:
@@ -322,18 +381,61 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     directory = spec.outputs.checkpoint_dir
     record = read_run_record(directory) or {}
     best = record.get("best")
-    if best and best.get("metric") == metric and math.isfinite(best.get("value", math.nan)):
-        better = value < best["value"] if metric in LOWER_IS_BETTER else value > best["value"]
-        if not better:
-            return False
+    scored_on = evaluation_file(spec)
+    if best and best.get("metric") == metric and math.isfinite(best["value"]):
+        if {k: best.get(k) for k in scored_on} != scored_on:
+            # Scores of two files measure two things: the old best is no bar for this file.
+            logger.warning("--keep_best %s: the evaluation file is %s now, not %s as when the "
+                           "best so far (%.4f at step %d) was scored: comparing afresh", metric,
+                           scored_on["eval_file"], best.get("eval_file") or "(not recorded)",
+                           best["value"], best["step"])
+        else:
+            better = value < best["value"] if metric in LOWER_IS_BETTER else value > best["value"]
+            if not better:
+                return False
     target = os.path.join(directory, "best")
     card = read_task_card(directory)
     save_pretrained(model, target, spm_model=spec.vocabulary,
                           extra_json={TASK_FILE: card} if card else None)
-    record["best"] = {"metric": metric, "value": value, "step": step}
+    record["best"] = {"metric": metric, "value": value, "step": step, **scored_on}
     write_run_record(directory, record)
     logger.info("best %s so far: %.4f at step %d, kept in %s", metric, value, step, target)
     return True
+
+
+def evaluation_file(spec: RunSpec) -> dict:
+    """The file --keep_best's scores come from (a classifier's --eval_file, SQuAD's
+    --predict_file), by real path and content, as the best score records it."""
+    files = spec.data.get("eval") or spec.data.get("predict") or []
+    if not files:
+        return {}
+    return {"eval_file": os.path.realpath(files[0]), "eval_sha256": file_sha256(files[0])}
+
+
+def kept_best(spec: RunSpec, exported: str | None, dist) -> dict | None:
+    """With --keep_best: the model kept as best (its record entry and where it is, and whether
+    --export_dir took it), also added to eval_results.json, so the scores there and in the
+    summary are not taken for the exported model's (rank 0). None without --keep_best."""
+    out = spec.outputs
+    if not out.keep_best or not dist.is_chief:
+        return None
+    path = os.path.join(out.checkpoint_dir, "best")
+    best = (read_run_record(out.checkpoint_dir) or {}).get("best")
+    if best and os.path.isdir(path):
+        kept = {"model": "best", "path": path, **best}
+    else:
+        kept = {"model": "final", "metric": out.keep_best, "value": None, "step": None,
+                "path": os.path.join(out.checkpoint_dir, "final")}
+    kept["exported"] = exported
+    results = os.path.join(out.output_dir or "", "eval_results.json")
+    if out.output_dir and os.path.isfile(results):
+        with open(results, encoding="utf-8") as f:
+            scores = json.load(f)
+        scores["keep_best"] = kept
+        with open(results + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(scores, f, indent=2)
+        os.replace(results + ".tmp", results)
+    return kept
 
 
 # -- the closing summary --------------------------------------------------------------------------
@@ -345,9 +447,11 @@ def _elapsed(seconds: float) -> str:
         f"{rest // 60}m{rest % 60:02d}s"
 
 
-def summary(task, status, step: int, seconds: float, final: dict, exported: str | None) -> str:
+def summary(task, status, step: int, seconds: float, final: dict, exported: str | None,
+            best: dict | None = None) -> str:
     """One closing line: what ran, how long the command took, the final scores against what
-    the task's baseline would score."""
+    the task's baseline would score, and with --keep_best (`best`: kept_best's) which model was
+    kept and exported."""
     spec = task.spec
     what = ("evaluation only" if not spec.trains else
             f"{step} updates (already finished)" if status == "finished" else f"{step} updates")
@@ -355,14 +459,21 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
     for prefix, scores in final.items():
         shown = task.headline(prefix, scores)
         if shown:
-            parts.append(f"{prefix} {shown}")
+            # With --keep_best the final model may not be the one kept: say whose scores these are.
+            parts.append(f"{prefix} {'of the final model ' if best else ''}{shown}")
     baseline = task.baseline(final)
     if baseline:
         parts.append(f"baseline {baseline}")
     if spec.trains:
         parts.append(f"model in {os.path.join(spec.outputs.checkpoint_dir, 'final')}")
+    if best and best["model"] == "best":
+        parts.append(f"best {best['metric']} {best['value']:.4f} at step {best['step']} in "
+                     f"{best['path']}")
+    elif best:
+        parts.append(f"no evaluation kept a best {best['metric']}: the final model stands")
     if exported:
-        parts.append(f"SavedModel in {exported}")
+        which = f" (the {best['model']} model)" if best else ""
+        parts.append(f"SavedModel{which} in {exported}")
     if spec.outputs.log_dir:
         parts.append(f"logs in {spec.outputs.log_dir}")
     return "; ".join(parts)

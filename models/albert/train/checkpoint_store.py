@@ -28,7 +28,12 @@ from albert.train.input_positions import (
     InputPositions,
     remove_interrupted_position_saves,
 )
-from albert.train.run_dir import RUN_RECORD, lock_run_directory, remove_interrupted_saves
+from albert.train.run_dir import (
+    RUN_RECORD,
+    lock_run_directory,
+    read_run_record,
+    remove_interrupted_saves,
+)
 
 logger = logging.getLogger("albert.train.checkpoint_store")
 
@@ -235,7 +240,37 @@ class CheckpointStore:
             self._count_legacy_updates(path, names)
 
     def _count_legacy_updates(self, path: str, names: set) -> None:
-        updates = int(tf.train.load_variable(path, _STEP)) if _STEP in names else 0
+        updates = legacy_updates(path, names)
         self.trackables["optimizer"].updates.assign(updates)
         logger.info("checkpoint %s predates the optimizer's update count: its moments count as "
-                    "%d updates (the run's step) for the bias correction", path, updates)
+                    "%d updates for the bias correction", path, updates)
+
+
+def legacy_updates(path: str, names: set, _seen: frozenset = frozenset()) -> int:
+    """The updates the moments of `path`, a checkpoint written before the optimizer counted
+    them, have seen: its run's step, plus, when that run began with another checkpoint's moments
+    (--load_optimizer_state: a second pretraining phase, whose step starts at 0), the updates
+    of those. CheckpointError when that checkpoint is gone: a guess would size every corrected
+    update of the run wrongly."""
+    updates = int(tf.train.load_variable(path, _STEP)) if _STEP in names else 0
+    record = read_run_record(os.path.dirname(path)) or {}
+    start = record.get("started_from") or (record.get("spec") or {}).get("started_from") or {}
+    source = start.get("checkpoint_path")
+    if not start.get("load_optimizer_state") or not source:
+        return updates
+    earlier = source
+    if tf.io.gfile.isdir(source):  # the newest there, as the run took it when it began
+        earlier = next(iter(checkpoint_files(source)), None)
+    if earlier is None or not tf.io.gfile.exists(earlier + ".index") \
+            or os.path.realpath(earlier) in _seen:
+        raise CheckpointError(
+            f"checkpoint {path} predates the optimizer's update count and its run began with "
+            f"the optimizer moments of {source} (--load_optimizer_state), which holds no "
+            "checkpoint now: how many updates those moments had seen is unknown. Put that "
+            "checkpoint back and run the same command again, or start a new run from these "
+            f"weights alone (--load_from checkpoint --checkpoint_path {path}, without "
+            "--load_optimizer_state)")
+    earlier_names = {name for name, _ in tf.train.list_variables(earlier)}
+    if _UPDATES in earlier_names:
+        return updates + int(tf.train.load_variable(earlier, _UPDATES))
+    return updates + legacy_updates(earlier, earlier_names, _seen | {os.path.realpath(path)})

@@ -39,10 +39,65 @@ def read_run_record(directory: str) -> dict | None:
         return None
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            record = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{path} is unreadable ({e}); use a new --checkpoint_dir or "
                               "--overwrite_checkpoint_dir") from None
+    wrong = shape_error(record)
+    if wrong:
+        # Read before any training: a wrong shape met later (the best score after the last
+        # update) would be a traceback with the export and the summary lost.
+        raise CheckpointError(f"{path} is not a run record: {wrong}; use a new --checkpoint_dir "
+                              "or --overwrite_checkpoint_dir")
+    return record
+
+
+def _kind(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# The record's entries that a resume reads, and their JSON types (bool before int: a bool is an
+# int to Python, not to a record).
+_OBJECT_ENTRIES = ("spec", "started_from", "xla", "batch_plan", "best", "versions")
+_OTHER_ENTRIES = {"bias_correction": (bool,), "finished": (bool,), "step": (int,),
+                  "total_steps": (int,), "labels": (list, type(None)), "task": (str,)}
+
+
+def shape_error(record) -> str | None:
+    """What makes valid JSON no run record this version can read, in words (None: nothing)."""
+    if not isinstance(record, dict):
+        return f"it holds {_kind(record)}, expected an object"
+    for name in _OBJECT_ENTRIES:
+        if name in record and not isinstance(record[name], dict):
+            return f"its {name!r} is {_kind(record[name])}, expected an object"
+    for name, types in _OTHER_ENTRIES.items():
+        value = record.get(name)
+        if name in record and (not isinstance(value, types)
+                               or (bool not in types and isinstance(value, bool))):
+            return f"its {name!r} is {_kind(value)}, expected {_kind(types[0]())}"
+    spec = record.get("spec") or {}
+    for name in ("started_from", "features", "model_config"):
+        if name in spec and not isinstance(spec[name], dict | type(None)):
+            return f"its spec.{name} is {_kind(spec[name])}, expected an object"
+    if "bias_correction" in spec and not isinstance(spec["bias_correction"], bool):
+        return f"its spec.bias_correction is {_kind(spec['bias_correction'])}, expected a boolean"
+    xla = record.get("xla")
+    if xla is not None and not (all(isinstance(xla.get(k), bool) for k in ("gradient", "update"))
+                                and isinstance(xla.get("reason"), str)):
+        return (f"its xla is {json.dumps(xla)[:120]}, expected true/false 'gradient' and "
+                "'update' and a 'reason'")
+    best = record.get("best")
+    if best is not None:
+        if not isinstance(best.get("metric"), str) or not _number(best.get("value")) \
+                or not isinstance(best.get("step"), int):
+            return (f"its best is {json.dumps(best)[:120]}, expected a metric's name, a "
+                    "numeric value and a step")
+    return None
 
 
 def write_run_record(directory: str, record: dict) -> None:
@@ -96,6 +151,22 @@ def lock_run_directory(directory: str) -> None:
     _held_locks[key] = fd
 
 
+def release_unused_run_directory(directory: str, created: list[str]) -> None:
+    """A start refused before it wrote anything leaves nothing behind: its lock is released
+    and the directories taking it made (`created`, deepest first) are removed while empty."""
+    fd = _held_locks.pop(os.path.realpath(directory), None)
+    if fd is None:
+        return
+    if os.listdir(directory) == [LOCK_FILE]:
+        os.remove(os.path.join(directory, LOCK_FILE))
+    os.close(fd)
+    for path in created:
+        try:
+            os.rmdir(path)
+        except OSError:
+            break
+
+
 def remove_interrupted_saves(directory: str) -> None:
     """Remove the `*_temp*` files and directories TensorFlow leaves when a save is interrupted:
     the completed saves never refer to them, and a later save of the same number would trip over
@@ -103,6 +174,18 @@ def remove_interrupted_saves(directory: str) -> None:
     for path in glob.glob(os.path.join(directory, "*_temp*")):
         logger.info("removing %s, left by an interrupted save", path)
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+
+
+def set_aside_unscored_best(directory: str, previous: dict | None) -> None:
+    """A best/ model whose score the record does not hold (a lost run.json) can be compared with
+    no evaluation: moved aside, never replaced by a worse one, and --keep_best starts afresh."""
+    best = os.path.join(directory, "best")
+    if not os.path.isdir(best) or (previous or {}).get("best"):
+        return
+    aside = f"{best}.unscored-{time.strftime('%Y%m%d-%H%M%S')}"
+    os.replace(best, aside)
+    logger.warning("%s holds no score for %s: kept as %s, and --keep_best compares afresh",
+                   RUN_RECORD, best, aside)
 
 
 def describe_start(started_from: dict) -> str:
@@ -137,27 +220,39 @@ def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
     def decide() -> tuple:
         how = "new"
         directory = store.directory
-        previous = read_run_record(directory)
+        try:
+            previous = read_run_record(directory)
+        except CheckpointError:
+            if not overwrite:
+                raise
+            previous = {"unreadable": True}  # discarded below with the rest, as asked
         if overwrite and (previous or store.has_checkpoints()):
             logger.warning("--overwrite_checkpoint_dir: discarding the run in %s", directory)
             store.discard()
             previous = None
         if store.has_checkpoints() and previous is not None:
-            before = previous.get("started_from")
-            if before != started_from:
+            # A record without its own entry (written by hand, or cut short) still says in its
+            # spec where the run began.
+            before = previous.get("started_from") or (previous.get("spec") or {}).get(
+                "started_from")
+            if before is None:
+                logger.warning("%s records no start (%s): resuming its checkpoints as this "
+                               "command's run", directory, RUN_RECORD)
+            elif before != started_from:
                 raise CheckpointError(
                     f"--checkpoint_dir {directory} holds a run started from "
-                    f"{describe_start(before or {})}; this command starts from "
+                    f"{describe_start(before)}; this command starts from "
                     f"{describe_start(started_from)}. Use a new --checkpoint_dir, or add "
                     f"--overwrite_checkpoint_dir to discard that run")
         elif store.has_checkpoints():
             logger.warning("%s has checkpoints but no run record (%s): resuming them as this "
-                           "command's run", directory, RUN_RECORD)
+                           "command's run, with its flags", directory, RUN_RECORD)
         resumed = store.restore_latest()
         if resumed:
             if "spec" in record:
                 record["spec"] = check_resume(previous, record["spec"], directory,
                                               int(trainer.step))
+            set_aside_unscored_best(directory, previous)
             logger.info("resuming from %s", resumed)
             how = "resumed"
         elif load_from == "checkpoint":

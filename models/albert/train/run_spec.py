@@ -19,6 +19,7 @@ import hashlib
 import importlib.metadata as md
 import logging
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 
@@ -29,6 +30,8 @@ from albert.train.batch_plan import PlanError, resolve_batch_plan
 
 logger = logging.getLogger("albert.train.run_spec")
 
+# This toolkit's distribution: what pip installs, and what a run record names the version of.
+TOOLKIT = "albert-tf"
 # Spec entries a resume may change; everything else must match the recorded run.
 MAY_CHANGE = frozenset({"total_steps"})
 # Entries added to the spec since runs were first recorded: a record without one ran as this
@@ -303,12 +306,28 @@ def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int, data
     }
 
 
+def toolkit_version() -> str | None:
+    """This toolkit's version, as its distribution (TOOLKIT, not the import name albert) says;
+    None when it runs from a checkout that was never installed."""
+    try:
+        return md.version(TOOLKIT)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _version_key(version: str) -> tuple:
+    # Release numbers only: a record's version is compared with ours, never parsed further.
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
 def environment() -> dict:
     """The command line and the versions that produced a run, for the record."""
     import tensorflow as tf  # a training run's record; the command-line tools run without it
 
     versions = {"python": sys.version.split()[0], "tensorflow": tf.__version__}
-    for name in ("albert", "keras", "horovod", "transformers", "sentencepiece", "numpy"):
+    if toolkit_version():
+        versions[TOOLKIT] = toolkit_version()
+    for name in ("keras", "horovod", "transformers", "sentencepiece", "numpy"):
         try:
             versions[name] = md.version(name)
         except md.PackageNotFoundError:
@@ -340,29 +359,70 @@ def differences(before: dict, now: dict, _at: str = "") -> list[str]:
     return out
 
 
+def unknown(before: dict, now: dict, _at: str = "") -> list[str]:
+    """The entries `before` records that `now` does not have at all (nested dicts by their own
+    keys): settings of a newer version of the toolkit, which no flag of this one can give."""
+    out = []
+    for key in sorted(set(before) - MAY_CHANGE):
+        if key not in now:
+            out.append(_at + key)
+        elif isinstance(before[key], dict) and isinstance(now[key], dict):
+            out += unknown(before[key], now[key], f"{_at}{key}.")
+    return out
+
+
 def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -> dict:
     """Refuse to resume the run recorded in `directory` under another spec; log a changed
-    --total_steps. `previous` is the recorded run record (None: none). Returns the spec the
-    resumed run goes on with (a run recorded before specs keeps its optimizer's form)."""
-    recorded = (previous or {}).get("spec")
+    --total_steps. `previous` is the recorded run record (None: none, and the flags decide).
+    Returns the spec the resumed run goes on with (a run recorded before specs keeps its
+    optimizer's form)."""
+    if previous is None:
+        return spec
+    recorded = previous.get("spec")
     if recorded is None:
         logger.warning("%s holds a run recorded before run specs: its settings cannot be "
                        "compared with this command's", directory)
+        if "bias_correction" in previous:
+            # Recorded by the version before specs, which refused the other form on resume.
+            before = "on" if previous["bias_correction"] else "off"
+            if previous["bias_correction"] != spec.get("bias_correction"):
+                raise CheckpointError(
+                    f"--checkpoint_dir {directory} holds a run trained with --bias_correction "
+                    f"{before} (step {step}); this command says "
+                    f"{'on' if spec.get('bias_correction') else 'off'}. Resume it with "
+                    f"--bias_correction {before}, use a new --output_dir / --checkpoint_dir, "
+                    "or add --overwrite_checkpoint_dir (--overwrite_output_dir) to discard it")
+            return spec
         if spec.get("bias_correction"):
-            # Such runs trained with Google's uncorrected moments; switching mid-run would make
-            # every later update another size. A new run directory starts corrected.
+            # No entry at all: recorded before --bias_correction existed, when every run trained
+            # with Google's uncorrected moments; switching mid-run would make every later update
+            # another size. A new run directory starts corrected.
             logger.warning("it began with uncorrected Adam moments (before --bias_correction "
                            "existed) and continues so; use a new --checkpoint_dir for a "
                            "bias-corrected run")
             return {**spec, "bias_correction": False}
         return spec
+    version, ours = (previous.get("versions") or {}).get(TOOLKIT), toolkit_version()
+    newer = bool(version and ours and _version_key(str(version)) > _version_key(ours))
     diffs = differences(recorded, spec)
+    strange = unknown(recorded, spec) if recorded.get("task") == spec.get("task") else []
+    if strange:
+        by = f"{TOOLKIT} {version}" if version else f"a version of {TOOLKIT} that recorded none"
+        raise CheckpointError(
+            f"--checkpoint_dir {directory} holds a run (step {step}) recorded by {by}, with "
+            f"settings this version ({ours or 'uninstalled'}) does not know: "
+            f"{', '.join(strange)}. Resume it with "
+            f"{f'{TOOLKIT} {version} or later' if version else 'the version that began it'}, "
+            "or use a new --output_dir / --checkpoint_dir")
     if diffs:
         raise CheckpointError(
             f"--checkpoint_dir {directory} holds another run (step {step}); this command "
             f"differs in {'; '.join(diffs)}. Resume it with the recorded settings, use a new "
             "--output_dir / --checkpoint_dir, or add --overwrite_checkpoint_dir "
             "(--overwrite_output_dir) to discard it")
+    if newer:
+        logger.warning("%s was recorded by %s %s, newer than this %s: resuming, as every "
+                       "setting it records is this command's", directory, TOOLKIT, version, ours)
     old, new = recorded.get("total_steps"), spec.get("total_steps")
     if old != new:
         logger.warning("--total_steps %s -> %s: the learning rate now decays to "
