@@ -477,25 +477,25 @@ def test_a_second_run_on_an_output_dir_in_use_is_refused_before_featurizing(topi
     assert sorted(os.listdir(out)) == ["checkpoints"]  # the winner's cache is not touched
 
 
-def test_feature_cache_temporaries_are_named_per_process(tmp_path, monkeypatch):
+def test_feature_cache_temporaries_are_named_per_process(tmp_path):
     """Issue 34 item 10: two writers of one cache entry (runs sharing --cache_dir) never write
     into, or rename away, each other's temporary file."""
     from albert.data import classification, squad
 
-    prefix = str(tmp_path / "train.tsv.key")
-    for name in (".tfrecord.tmp", ".meta.json.tmp"):  # the fixed names a writer used to share
-        os.mkdir(prefix + name)
-    other = 4242
-    for name in (".tfrecord", ".meta.json"):  # another writer's, in flight
-        os.mkdir(f"{prefix}{name}.{other}.tmp")
-    classification.write_feature_cache([], {"examples": 0}, prefix, regression=False)
-    assert os.path.isfile(prefix + ".tfrecord") and os.path.isfile(prefix + ".meta.json")
-    squad.write_feature_cache([], prefix + ".squad")
-    assert os.path.isfile(prefix + ".squad.tfrecord")
-    assert sorted(p for p in os.listdir(tmp_path) if p.endswith(".tmp")) == sorted(
-        os.path.basename(p) for p in (prefix + ".tfrecord.tmp", prefix + ".meta.json.tmp",
-                                      f"{prefix}.tfrecord.{other}.tmp",
-                                      f"{prefix}.meta.json.{other}.tmp"))
+    writers = {"classifier": lambda prefix: classification.write_feature_cache(
+                   [], {"examples": 0}, prefix, regression=False),
+               "squad": lambda prefix: squad.write_feature_cache([], prefix)}
+    for name, write in writers.items():
+        prefix = str(tmp_path / name)
+        # In flight: the fixed names every writer used to share, and another writer's own.
+        others = [f"{prefix}{part}" for part in (".tfrecord.tmp", ".meta.json.tmp",
+                                                 ".tfrecord.4242.tmp", ".meta.json.4242.tmp")]
+        for path in others:
+            os.mkdir(path)
+        write(prefix)
+        assert os.path.isfile(prefix + ".tfrecord") and os.path.isfile(prefix + ".meta.json")
+        assert sorted(p for p in os.listdir(tmp_path) if p.startswith(name + ".")
+                      and p.endswith(".tmp")) == sorted(map(os.path.basename, others))
 
 
 @pytest.mark.e2e
