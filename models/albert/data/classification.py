@@ -482,7 +482,7 @@ def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
     def ints(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
 
-    tmp = prefix + ".tfrecord.tmp"
+    tmp = f"{prefix}.tfrecord.{os.getpid()}.tmp"  # per process: two runs may share a cache
     with tf.io.TFRecordWriter(tmp) as writer:
         for f in features:
             label = (tf.train.Feature(float_list=tf.train.FloatList(value=[f.label]))
@@ -494,9 +494,9 @@ def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
                 "index": ints([f.index]),
             }))
             writer.write(example.SerializeToString())
-    with open(prefix + ".meta.json.tmp", "w", encoding="utf-8") as out:
+    with open(f"{prefix}.meta.json.{os.getpid()}.tmp", "w", encoding="utf-8") as out:
         json.dump(stats, out)
-    os.replace(prefix + ".meta.json.tmp", prefix + ".meta.json")
+    os.replace(f"{prefix}.meta.json.{os.getpid()}.tmp", prefix + ".meta.json")
     os.replace(tmp, prefix + ".tfrecord")
 
 
