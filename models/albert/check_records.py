@@ -2,7 +2,7 @@
 
     python -m albert.check_records 'data/train/*' data/validation \\
         [--max_seq_length 128 --max_predictions_per_seq 20] [--spm_model vocab/spiece.model] \\
-        [--filesystem_prefix /fsx]
+        [--filesystem_prefix /fsx] [--stats]
 
 Lists each bad shard with the reason (corrupt or truncated at record k, a record of the wrong
 shape, unreadable, with --spm_model or --vocab_size a token id outside the vocabulary) and ends
@@ -11,6 +11,13 @@ error (no files match, a bad flag). Without the two shape flags, every record is
 the shapes of the first record found (a directory that mixes shards of two generator runs is caught
 either way). Patterns are resolved as the trainer resolves them: directories, globs and comma lists
 under --filesystem_prefix, hidden and .tmp files left out.
+
+--stats then compares the good files' statistics (masked share, masked runs' lengths in words, the
+[MASK] / random / kept split, SOP label 1 share, sequence fill) with what google-research/albert's
+create_pretraining_data makes of the same text (albert.data.record_stats) and prints a table. It
+takes the vocabulary (--spm_model) and the corpus and settings from the generator's summary.json
+beside the files (give the whole output directory: the sequence rows are of the whole corpus); the
+exit status is the files' still.
 """
 
 from __future__ import annotations
@@ -23,8 +30,17 @@ import sys
 from tqdm import tqdm
 
 from albert.cli import flags
+from albert.data.record_stats import (
+    REPEATS,
+    Comparison,
+    Vocabulary,
+    corpus_sentence_lengths,
+    find_summary,
+    read_summary,
+    table,
+)
 from albert.data.tokenization import load_spm
-from albert.errors import DataError
+from albert.errors import AlbertError, DataError, FlagError
 
 
 def parse_args(argv=None):
@@ -41,6 +57,8 @@ def parse_args(argv=None):
                         "run's --spm_model)")
     p.add_argument("--vocab_size", type=int, default=None,
                    help="check that every token id is below this (the model's vocab_size)")
+    p.add_argument("--stats", action="store_true",
+                   help="compare the records' statistics with google-research's on the same text")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.spm_model and args.vocab_size:
@@ -96,6 +114,8 @@ def check(args) -> int:
             preds = preds if preds is not None else found[1]
             source = f"from the first record of {found[2]}"
     spec = pretraining_feature_spec(seq, preds) if seq is not None else None
+    # Before the scan: a missing vocabulary is said at once, not after every file is read.
+    stats = _stats_sources(files, seq, preds, args.spm_model) if args.stats and spec else None
 
     bar = tqdm(unit=" rec", file=sys.stderr, mininterval=1.0, disable=args.no_progress or None)
     checks = []
@@ -129,7 +149,80 @@ def check(args) -> int:
         print("the files outside the vocabulary were made with a larger one: pass the "
               "vocabulary the data was made with (its summary.json names it), or regenerate the "
               "data with this one", flush=True)
+    good = [c.path for c in checks if not c.problem and c.records]
+    if args.stats:
+        print(statistics(stats, good, seq, preds) if good else
+              "statistics: no good records to compare", flush=True)
     return 1 if bad else 0
+
+
+def _records(files, seq, preds):
+    """Every record of `files` as (ids, token_boundary or None, positions, labels, SOP label),
+    unpadded."""
+    import tensorflow as tf  # already loaded by the scan (albert.data.reader)
+
+    from albert.data.reader import pretraining_feature_spec
+
+    spec = pretraining_feature_spec(seq, preds)
+    # -1: a record without token_boundary (BERT's); its words are the vocabulary's then.
+    spec["token_boundary"] = tf.io.FixedLenFeature([seq], tf.int64, default_value=[-1] * seq)
+    for path in files:
+        ds = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz")
+                                     else "").batch(4096)
+        for batch in ds:
+            parsed = {k: v.numpy().tolist() for k, v in tf.io.parse_example(batch, spec).items()}
+            for i, mask in enumerate(parsed["input_mask"]):
+                used = sum(mask)
+                k = sum(w > 0 for w in parsed["masked_lm_weights"][i])
+                boundary = parsed["token_boundary"][i][:used]
+                yield (parsed["input_ids"][i][:used], None if boundary[0] < 0 else boundary,
+                       parsed["masked_lm_positions"][i][:k], parsed["masked_lm_ids"][i][:k],
+                       parsed["next_sentence_labels"][i][0])
+
+
+def _stats_sources(files, seq, preds, spm_model):
+    """(vocabulary, summary.json of these records or {}) for --stats."""
+    summary_path = find_summary(files)
+    summary = read_summary(summary_path) if summary_path else {}
+    settings = summary.get("settings", {})
+    if (settings.get("max_seq_length"), settings.get("max_predictions_per_seq")) != (seq, preds):
+        summary = {}  # another run's (or none): its corpus and settings are not these
+    spm_model = spm_model or summary.get("vocabulary", {}).get("spm_model")
+    if not spm_model:
+        raise FlagError("--stats needs the vocabulary the records were made with: pass "
+                        "--spm_model (no summary.json of these records names one)")
+    return Vocabulary(load_spm(spm_model)), summary
+
+
+def statistics(sources, files, seq, preds) -> str:
+    """--stats: the table comparing `files`' records with google-research's on the same text."""
+    vocab, summary = sources
+    settings = summary.get("settings", {})
+    keys = ("masked_lm_prob", "ngram", "short_seq_prob", "dupe_factor")
+    comparison = Comparison(vocab, seq, preds, {k: settings[k] for k in keys if k in settings})
+    records = 0
+    for record in _records(files, seq, preds):
+        comparison.add(*record)
+        records += 1
+    inputs = summary.get("input_files", [])
+    missing = [f for f in inputs if not os.path.isfile(f)]
+    if not inputs or missing:
+        why = (f"the corpus {missing[0]} is gone" if missing else
+               "no summary.json of these records names their corpus")
+        packing = f"sequences: n/a ({why})"
+    else:
+        try:
+            comparison.add_packing(corpus_sentence_lengths(
+                inputs, settings.get("input_format", "auto"), settings.get("text_field", "text"),
+                vocab.sp))
+            packing = (f"sequences: google's packing of {', '.join(inputs)}, "
+                       f"{comparison.passes} passes (ours: {comparison.settings['dupe_factor']})")
+        except (AlbertError, OSError) as e:  # the records' rows are still worth showing
+            packing = f"sequences: n/a (the corpus cannot be read: {e})"
+    masking = (f"masking: google's masking of these records' own sequences, {REPEATS} times "
+               f"(masked_lm_prob {comparison.settings['masked_lm_prob']}, "
+               f"ngram {comparison.settings['ngram']}, max_predictions_per_seq {preds})")
+    return table(comparison.rows(), records, masking, packing)
 
 
 def main(argv=None) -> int:
