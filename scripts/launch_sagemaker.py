@@ -17,6 +17,12 @@ point's own parser from this checkout (as the container will parse them), so a m
 bad value or a missing --total_steps stops here instead of in a paid job. The launcher's own flags
 may be spelt with hyphens too (--dry-run). --dry_run prints the CreateTrainingJob request as JSON
 and submits nothing.
+
+What the job writes goes where SageMaker keeps it (albert.sagemaker_entry): outputs left out to
+/opt/ml/model, uploaded to <output_s3_uri>/<job>/output/model.tar.gz when the job ends (with
+--checkpoint_s3_uri the checkpoints and final/ to /opt/ml/checkpoints, synced with it). An
+output path given relative lies under /opt/ml/model too, which the launcher says; an absolute
+one on the FSx channel (/opt/ml/input/data/fsx/...) stays on the file system.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHANNEL = "fsx"
 CHANNEL_PATH = f"/opt/ml/input/data/{CHANNEL}"
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+MODEL_DIR = "/opt/ml/model"  # SM_MODEL_DIR in the container: uploaded when the job ends
+OUTPUT_KEYS = ("output_dir", "checkpoint_dir", "log_dir", "cache_dir", "export_dir")
 IMAGE_CODE_DIR = "/opt/albert/docker/sagemaker"  # entry scripts baked into docker/Dockerfile
 ENTRY_POINTS = ("run_pretraining", "run_squad", "run_classifier")
 
@@ -195,14 +203,17 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
         print(f"warning: cannot load albert.{entry} to check the training flags ({e}); "
               "passing them unchecked", file=sys.stderr)
         return
-    booleans = sagemaker_entry.boolean_flags(module)
     parser = sagemaker_entry.entry_parser(module)
     for key in sorted(bare):
         if parser is not None and f"--{key}" in _needs_value(parser):
             raise LaunchError(f"--{key} needs a value ({entry} takes --{key} VALUE); nothing "
                               "submitted")
-    argv = sagemaker_entry.normalize(
-        [item for key, value in hp.items() for item in (f"--{key}", value)], booleans)
+    # As the container's entry script turns them into the trainer's command line, outputs in
+    # the job's model directory included.
+    argv = sagemaker_entry.container_argv(
+        [item for key, value in hp.items() for item in (f"--{key}", value)], module,
+        {"SM_MODEL_DIR": MODEL_DIR})
+    argv = [a for a in argv if a != "--verbose"]  # every command's, outside its parser
 
     def fail(parser, message):
         prefix = "unrecognized arguments: "
@@ -220,7 +231,12 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
                           f"one that {entry} accepts, so the job would fail; nothing submitted")
 
     with mock.patch.object(argparse.ArgumentParser, "error", fail):
-        args = module.parse_args(argv)
+        try:
+            args = module.parse_args(argv)
+        except LaunchError:
+            raise
+        except ValueError as e:  # the entry point's FlagError: a combination it refuses
+            raise LaunchError(f"{entry} would refuse these flags: {e}") from None
     # The runners' own checks of counts and frequencies (--total_steps 0 ...), where present.
     check = getattr(_entry_module("cli.resolve"), "check_training_flags", None)
     if check is not None:
@@ -292,8 +308,38 @@ def hyperparameters(passthrough: list[str], use_checkpoint_dir: bool,
                           f"({CHANNEL_PATH}); give data paths relative to the file system root")
     hp["filesystem_prefix"] = CHANNEL_PATH
     if use_checkpoint_dir:
+        if "checkpoint_dir" not in hp and _true(hp.get("overwrite_output_dir")) \
+                and not _true(hp.get("overwrite_checkpoint_dir")):
+            raise LaunchError(
+                "--overwrite_output_dir discards the run under --output_dir, but with "
+                f"--checkpoint_s3_uri the job's checkpoints are in {CHECKPOINT_LOCAL_PATH} "
+                "(synced with that prefix), which it keeps: to start afresh give a "
+                "--checkpoint_s3_uri that holds no run, or add --overwrite_checkpoint_dir to "
+                "discard them at every start of the job (a spot restart too)")
         hp.setdefault("checkpoint_dir", CHECKPOINT_LOCAL_PATH)
     return hp
+
+
+def _true(value: str | None) -> bool:
+    return value in ("True", "true")
+
+
+def check_output_paths(hp: dict[str, str], output_s3_uri: str, name: str) -> None:
+    """A relative output path would be under the image's working directory, lost with the
+    container; the entry script puts it under the job's model directory (uploaded when the job
+    ends). Say so, and refuse one that climbs out of it."""
+    for key in OUTPUT_KEYS:
+        value = hp.get(key)
+        if not value or os.path.isabs(value):
+            continue
+        if os.path.normpath(value).split(os.sep)[0] == "..":
+            raise LaunchError(f"--{key} {value} leaves the job's model directory ({MODEL_DIR}), "
+                              "where nothing is kept: give a path below it, or an absolute one "
+                              f"on the FSx channel ({CHANNEL_PATH}/...)")
+        print(f"warning: --{key} {value} is relative: the job writes it to "
+              f"{os.path.join(MODEL_DIR, value)}, uploaded in "
+              f"{output_s3_uri.rstrip('/')}/{name}/output/model.tar.gz when the job ends; to "
+              f"keep it on FSx give {os.path.join(CHANNEL_PATH, value)}", file=sys.stderr)
 
 
 def job_name(prefix: str) -> str:
@@ -317,6 +363,7 @@ def build_request(args, passthrough, name: str, submit_dir: str | None = None) -
     bare: set[str] = set()
     hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri), bare=bare)
     check_trainer_flags(entry, hp, bare)
+    check_output_paths(hp, args.output_s3_uri, name)
     hp.update({
         "sagemaker_program": f"{entry}.py",
         "sagemaker_submit_directory": submit_dir or IMAGE_CODE_DIR,

@@ -361,3 +361,142 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
         f"error: --head classification: {tmp_path / 'hf'} was fine-tuned for squad; export it "
         "with --head qa\n")
     assert not (tmp_path / "serving" / "2").exists()
+
+
+# -- issue 34 item 6: a symbolic link, a mount point ----------------------------------------------
+
+
+def tiny_classifier_dir(path, sample_vocab, labels=("pos", "neg")):
+    from albert import AlbertForSequenceClassification
+
+    model = AlbertForSequenceClassification(tiny_config(), len(labels),
+                                            list(labels)).build_for_config()
+    save_pretrained(model, path, spm_model=sample_vocab)
+    return path
+
+
+@pytest.mark.slow
+def test_item6_export_to_a_symlinked_version_writes_where_the_link_points(sample_vocab,
+                                                                          tmp_path, capsys):
+    """serving/1 -> elsewhere/1, which holds an older SavedModel: the new one lands in
+    elsewhere/1, the link stays, and no .tmp-* is left beside either."""
+    from albert.export import main as export_main
+
+    hf = tiny_classifier_dir(tmp_path / "hf", sample_vocab)
+    elsewhere = tmp_path / "elsewhere" / "1"
+    assert export_main(["--checkpoint_path", str(hf), "--head", "classification",
+                        "--output_dir", str(elsewhere)]) == 0
+    (elsewhere / "assets" / "old").write_text("the previous version")
+    (tmp_path / "serving").mkdir()
+    (tmp_path / "serving" / "1").symlink_to(elsewhere, target_is_directory=True)
+    assert export_main(["--checkpoint_path", str(hf), "--head", "classification",
+                        "--output_dir", str(tmp_path / "serving" / "1")]) == 0
+    assert (tmp_path / "serving" / "1").is_symlink()
+    assert not (elsewhere / "assets" / "old").exists()  # replaced by the new export
+    assert tf.saved_model.load(str(tmp_path / "serving" / "1")).signatures["serving_default"]
+    assert os.listdir(tmp_path / "serving") == ["1"]
+    assert os.listdir(tmp_path / "elsewhere") == ["1"]
+
+
+@pytest.mark.slow
+def test_item6_export_to_a_mount_point_is_one_line_and_leaves_it_whole(sample_vocab, tmp_path,
+                                                                       capsys, monkeypatch):
+    """A mount point cannot be renamed (EBUSY): refused before any work when it is seen as one,
+    one line when the rename itself fails (simulated here), the directory and the model read
+    left as they were."""
+    from albert import fs
+    from albert.export import main as export_main
+
+    hf = tiny_classifier_dir(tmp_path / "hf", sample_vocab)
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    (mount / "keep").write_text("the mount's own file")
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: str(p) == str(mount) or real_ismount(p))
+    argv = ["--checkpoint_path", str(hf), "--head", "classification", "--output_dir",
+            str(mount), "--overwrite"]
+    assert export_main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: --output_dir {mount} is a mount point, which an export cannot replace (it "
+        f"writes a new directory and renames it into place): give a directory inside it, e.g. "
+        f"{mount / '1'}\n")
+
+    # Not recognised as one (a bind mount of a directory onto itself, say): the rename says so.
+    monkeypatch.setattr(os.path, "ismount", real_ismount)
+    rename = os.rename
+
+    def busy(src, dst):
+        if str(mount) in (os.fspath(src), os.fspath(dst)):
+            raise OSError(16, "Device or resource busy", os.fspath(dst))
+        rename(src, dst)
+
+    def exchange(a, b):
+        raise OSError(16, "Device or resource busy", b)
+
+    monkeypatch.setattr(os, "rename", busy)
+    monkeypatch.setattr(fs, "exchange", exchange)
+    with pytest.raises(SystemExit) as refused:
+        export_main(argv)
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: cannot replace {mount}: it is in use or a mount point (EBUSY), which "
+                   f"a rename cannot move; give a directory inside it, e.g. {mount / '1'}\n")
+    assert os.listdir(mount) == ["keep"]
+    assert sorted(os.listdir(tmp_path)) == ["hf", "mnt"]  # no .tmp-* or .assets-* left
+
+
+@pytest.mark.slow
+def test_item6_fine_tune_export_dir_on_a_mount_point(sample_vocab, tmp_path, capsys,
+                                                     monkeypatch):
+    """run_classifier --export_dir on a mount point: refused before any training when it is
+    seen as one; when the rename at the end fails with EBUSY (simulated), one line, and the
+    run's own outputs (checkpoints, final/, scores) are all there."""
+    from albert import fs
+    from albert.demo.classification_sample import write_task
+    from albert.run_classifier import main as run_classifier
+
+    write_task(str(tmp_path / "topic"), "topic", seed=0)
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    argv = ["--train_file", str(tmp_path / "topic" / "train.tsv"), "--eval_file",
+            str(tmp_path / "topic" / "dev.tsv"), "--model_size", "tiny", "--config_override",
+            "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
+            "--per_gpu_batch_size", "8", "--total_steps", "2", "--output_dir",
+            str(tmp_path / "run"), "--export_dir", str(mount), "--no_progress", "--xla", "off"]
+    real_ismount = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda p: str(p) == str(mount) or real_ismount(p))
+    with pytest.raises(SystemExit) as refused:
+        run_classifier(argv)
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: --export_dir {mount} is a mount point, which an export cannot replace (it "
+        f"writes a new directory and renames it into place): give a directory inside it, e.g. "
+        f"{mount / '1'}")
+    assert not (tmp_path / "run").exists()  # before any work
+
+    monkeypatch.setattr(os.path, "ismount", real_ismount)
+    rename = os.rename
+
+    def busy(src, dst):
+        if str(mount) in (os.fspath(src), os.fspath(dst)):
+            raise OSError(16, "Device or resource busy", os.fspath(dst))
+        rename(src, dst)
+
+    def exchange(a, b):
+        raise OSError(16, "Device or resource busy", b)
+
+    monkeypatch.setattr(os, "rename", busy)
+    monkeypatch.setattr(fs, "exchange", exchange)
+    with pytest.raises(SystemExit) as failed:
+        run_classifier(argv)
+    assert failed.value.code == 2
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("error: ")] == [
+        f"error: cannot replace {mount}: it is in use or a mount point (EBUSY), which a rename "
+        f"cannot move; give a directory inside it, e.g. {mount / '1'}"]
+    assert "Traceback" not in err
+    run = tmp_path / "run"
+    assert (run / "eval_results.json").is_file() and (run / "eval_predictions.tsv").is_file()
+    assert (run / "checkpoints" / "final" / "model.safetensors").is_file()
+    assert (run / "checkpoints" / "ckpt-2.index").is_file()
+    assert os.listdir(mount) == [] and sorted(os.listdir(tmp_path)) == ["mnt", "run", "topic"]

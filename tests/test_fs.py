@@ -145,3 +145,60 @@ def test_the_data_generator_still_imports_no_tensorflow_or_numpy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+# -- issue 34 item 6: a symbolic link, a mount point ----------------------------------------------
+
+
+def test_item6_a_symlinked_target_is_written_where_it_points(tmp_path, how):
+    """serving/1 -> elsewhere/1: the link stays a link and what it points to becomes the new
+    directory; no temporary (directory or link) is left beside either."""
+    write(tmp_path / "elsewhere" / "1", OLD)
+    (tmp_path / "serving").mkdir()
+    link = tmp_path / "serving" / "1"
+    link.symlink_to(tmp_path / "elsewhere" / "1", target_is_directory=True)
+    with fs.staged_directory(str(link)) as staged:
+        write(staged, NEW)
+    assert link.is_symlink() and os.readlink(link) == str(tmp_path / "elsewhere" / "1")
+    assert tree(tmp_path / "elsewhere" / "1") == NEW
+    assert os.listdir(tmp_path / "serving") == ["1"]
+    assert os.listdir(tmp_path / "elsewhere") == ["1"]
+
+
+def test_item6_replace_directory_refuses_a_link_it_would_replace(tmp_path):
+    write(tmp_path / "real", OLD)
+    write(tmp_path / "new", NEW)
+    (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+    with pytest.raises(fs.OutputError) as refused:
+        fs.replace_directory(str(tmp_path / "new"), str(tmp_path / "link"))
+    assert str(refused.value) == (f"{tmp_path / 'link'} is a symbolic link (to "
+                                  f"{tmp_path / 'real'}): give the directory it points to")
+    assert (tmp_path / "link").is_symlink() and tree(tmp_path / "real") == OLD
+
+
+def test_item6_a_target_no_rename_can_move_is_one_output_error(tmp_path, how, monkeypatch):
+    """A mount point (EBUSY from the exchange or the rename): an OutputError naming it and the
+    way on; the old directory stays whole and nothing of the attempt is left beside it."""
+    target = tmp_path / "model"
+    write(target, OLD)
+    rename = os.rename
+
+    def busy(src, dst):
+        if os.fspath(src) == str(target) or os.fspath(dst) == str(target):
+            raise OSError(16, "Device or resource busy", os.fspath(dst))
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", busy)
+    if how == "exchange":
+        def exchange(a, b):
+            raise OSError(16, "Device or resource busy", b)
+
+        monkeypatch.setattr(fs, "exchange", exchange)
+    with pytest.raises(fs.OutputError) as refused:
+        with fs.staged_directory(str(target)) as staged:
+            write(staged, NEW)
+    assert str(refused.value) == (f"cannot replace {target}: it is in use or a mount point "
+                                  "(EBUSY), which a rename cannot move; give a directory inside "
+                                  f"it, e.g. {target / '1'}")
+    assert tree(target) == OLD
+    assert os.listdir(tmp_path) == ["model"]

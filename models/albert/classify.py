@@ -15,8 +15,9 @@ sequence rounded up to 8, as run_classifier's --eval_batch_size batches are: the
 run_classifier's predictions.
 
 --input is JSON lines with "text" (and "text_b" for pairs), or a file in any layout
-run_classifier reads (.tsv, .csv, .jsonl): --text_a / --text_b name its columns (0-based
-positions with --no_header), by default the columns the model was fine-tuned on. Each output
+run_classifier reads (.tsv, .csv, .jsonl): --text_a / --text_b name its columns (header names or
+0-based positions; positions only with --no_header), by default the columns the model was
+fine-tuned on. Each output
 line is the input (a JSON line's object, a table row's index and texts, or --text/--text_b) plus
 "label" (an input's own "label" is replaced) and "probabilities" ({label: p}, the softmax of
 the logits, labels in the model's id order); for a regression model, "score".
@@ -202,9 +203,66 @@ def read_inputs(args, card: dict | None) -> tuple[list, list[dict]]:
     return examples, rows
 
 
+def recorded_outputs(path: str) -> tuple[int | None, list[str] | None]:
+    """What the model's own config.json says of its outputs, read without TensorFlow: (their
+    number, their label names in id order). None where it does not say: a trainer checkpoint's
+    config.json (the run record names its labels), an export that predates id2label in a
+    SavedModel's assets, a config.json that is not readable (loading the model says why)."""
+    directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+    if os.path.isfile(os.path.join(directory, "saved_model.pb")):
+        directory = os.path.join(directory, "assets")
+    try:
+        with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None, None
+    id2label = config.get("id2label") if isinstance(config, dict) else None
+    if not isinstance(id2label, dict) or not id2label:
+        return None, None
+    if config.get("problem_type") == "regression":
+        return 1, None
+    names = [id2label.get(str(i)) for i in range(len(id2label))]
+    if not all(isinstance(name, str) for name in names):
+        return None, None
+    # transformers' placeholder names (LABEL_0, ...): the number of outputs, no names.
+    if names == [f"LABEL_{i}" for i in range(len(names))]:
+        return len(names), None
+    return len(names), names
+
+
+def check_card_against_model(card: dict | None, path: str) -> None:
+    """Refuse a task card that disagrees with the model's own config.json: its labels in
+    another order would flip every predicted label, another number of them would name the
+    outputs wrongly. A card copied from another model, or edited, is caught here, before
+    TensorFlow."""
+    if not card:
+        return
+    outputs, names = recorded_outputs(path)
+    if outputs is None:
+        return
+    model, task, labels = f"--checkpoint_path {path}", card.get("task"), card.get("labels")
+    if task == "regression" and outputs != 1:
+        raise FlagError(f"{model}: its task card says regression but its config.json names "
+                        f"{outputs} labels: the card does not belong to this model")
+    if task == "classification" and outputs == 1:
+        raise FlagError(f"{model}: its task card says classification but its config.json has "
+                        "one output (regression): the card does not belong to this model")
+    if not labels:
+        return
+    if len(labels) != outputs:
+        raise FlagError(f"{model}: its task card names {len(labels)} labels but its "
+                        f"config.json (id2label) {outputs}: the card does not belong to this "
+                        "model")
+    if names is not None and list(labels) != names:
+        raise FlagError(f"{model}: its task card's labels {','.join(labels)} (in id order) "
+                        f"are not its config.json's id2label {','.join(names)}: the card does "
+                        "not belong to this model (restore the one its export wrote)")
+
+
 def prepare(args):
     """(card, examples, rows, spm_model or None) after every check that needs no TensorFlow:
-    the flags, the model's task card against them, the vocabulary, the inputs."""
+    the flags, the model's task card against them and against the model's config.json, the
+    vocabulary, the inputs."""
     check_args(args)
     model = args.checkpoint_path
     card = read_card(model)
@@ -213,6 +271,7 @@ def prepare(args):
         hint = " (ask it with python -m albert.answer)" if task == "squad" else ""
         raise FlagError(f"--checkpoint_path {model} was fine-tuned for {task}, not "
                         f"classification{hint}")
+    check_card_against_model(card, model)
     args.max_seq_length = settle({"max_seq_length": args.max_seq_length}, card,
                                  FEATURE_DEFAULTS, model)["max_seq_length"]
     spm_model = args.spm_model or vocabulary_file(model)

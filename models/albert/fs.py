@@ -7,10 +7,10 @@ the two renames (where the file system has no atomic exchange) leaves both besid
 Its users: io.pretrained.save_pretrained (Hugging Face directories, the trainer's final/),
 io.savedmodel.export_saved_model (SavedModels) and data.output_dir (the pretraining-data
 generator's output). It lives in the foundation layer beside `errors` because the data layer
-sits below io and both need it. It imports nothing but the standard library: the data generator
-imports it and must not pay for TensorFlow. What a caller may replace (not somebody's run, not a
-directory the command reads) is the caller's check, made before any work; this module replaces
-whatever it is given.
+sits below io and both need it. It imports nothing but the standard library and `errors`: the
+data generator imports it and must not pay for TensorFlow. What a caller may replace (not
+somebody's run, not a directory the command reads) is the caller's check, made before any work;
+this module replaces whatever it is given.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import logging
 import os
 import shutil
 import uuid
+
+from albert.errors import OutputError
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +79,30 @@ def replace_directory(new: str, target: str, aside: str | None = None) -> None:
     "<target>.old" may be somebody's directory), and moved back if the second rename fails, so
     an error never leaves `target` missing; only a crash between the two renames can, with both
     directories complete beside it.
+
+    A symbolic link at `target` is refused (a rename would replace the link, leaving the old
+    directory where it points): staged_directory writes beside the link's target instead. A
+    `target` no rename can move (a mount point: EBUSY) is an OutputError naming it, with
+    `new` and `target` as they were.
     """
-    if not os.path.isdir(target):
-        os.rename(new, target)
-        return
-    if exchange(new, target):
-        _remove(new)  # it now holds the old directory
-        return
-    aside = aside or new + ".old"
-    os.rename(target, aside)
+    if os.path.islink(target):
+        raise OutputError(f"{target} is a symbolic link (to {os.path.realpath(target)}): give "
+                          "the directory it points to")
+    try:
+        if not os.path.isdir(target):
+            os.rename(new, target)
+            return
+        if exchange(new, target):
+            _remove(new)  # it now holds the old directory
+            return
+        aside = aside or new + ".old"
+        os.rename(target, aside)
+    except OSError as e:
+        if e.errno != errno.EBUSY:
+            raise
+        raise OutputError(f"cannot replace {target}: it is in use or a mount point (EBUSY), "
+                          "which a rename cannot move; give a directory inside it, e.g. "
+                          f"{os.path.join(target, '1')}") from None
     try:
         os.rename(new, target)
     except BaseException:
@@ -98,8 +115,11 @@ def replace_directory(new: str, target: str, aside: str | None = None) -> None:
 def staged_directory(target: str, prefix: str = ".tmp-"):
     """Yield a new sibling directory of `target` to write into; it replaces `target`
     (replace_directory) when the block ends without an error, and is removed in every case,
-    so an interrupted write leaves `target` as it was and no temporary directory beside it."""
-    parent = os.path.dirname(os.path.abspath(target))
+    so an interrupted write leaves `target` as it was and no temporary directory beside it.
+    A `target` that is a symbolic link (serving/1 -> /elsewhere/1) is written where it points:
+    the link stays, and what it points to is the new directory."""
+    target = os.path.realpath(target)
+    parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
     staged = new_directory(parent, prefix)
     try:

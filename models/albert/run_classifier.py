@@ -7,9 +7,10 @@
         --eval_file MNLI/dev_matched.tsv ...        # GLUE's columns, labels and metric
     horovodrun -np 8 python -m albert.run_classifier ...    # same flags
 
-Inputs are TSV, CSV (with a header naming the columns, or --no_header and 0-based positions) or
-JSON lines (see albert.data.classification). The labels are --labels, the --glue_task's, or those
-of the training file, sorted; --task regression fits one number per example instead.
+Inputs are TSV, CSV (columns given by the header's names or by 0-based positions; --no_header:
+positions only) or JSON lines (see albert.data.classification). The labels are --labels, the
+--glue_task's, or those of the training file, sorted; --task regression fits one number per
+example instead.
 
 Training features are sharded by rank and padded per batch to the batch's longest sequence.
 Evaluation and prediction are split across ranks and gathered on rank 0, which scores every
@@ -73,7 +74,9 @@ def parse_args(argv=None):
     g.add_argument("--task", choices=TASKS, default=None,
                    help="default: the --glue_task's, else classification (regression for a "
                         "fine-tuned model with one output)")
-    g.add_argument("--text_a", default=None, help="column of the (first) text (default sentence)")
+    g.add_argument("--text_a", default=None,
+                   help="column of the (first) text: a header name or a 0-based position (default "
+                        "sentence)")
     g.add_argument("--text_b", default=None, help="column of the second text of a pair")
     g.add_argument("--label", default=None, help="column of the label (default label)")
     g.add_argument("--no_header", action="store_true",

@@ -279,3 +279,53 @@ def test_cache_key_follows_file_vocabulary_and_settings(sample_vocab, tmp_path):
 
 
 # -- the bundled sample task ------------------------------------------------------------------
+
+
+# -- issue 34 items 19 and 20 ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, columns, why", [
+    ("index\tsentence\n0\tfirst\n1\tsecond\n", Columns(1, None, None, False),
+     "its text 'sentence' is a column name"),
+    ("id\tquestion\tsentence\n7\tq\ts\n8\tr\tt\n", Columns(1, 2, None, False),
+     "its text 'question', 'sentence' is a column name"),
+    ("n\tremark\n0\tfirst\n1\tsecond\n", Columns(1, None, None, False),
+     "its column 0 holds 'n' above numbers"),
+])
+def test_item19_a_file_to_predict_whose_first_row_looks_like_a_header_is_warned(
+        text, columns, why, tmp_path, caplog):
+    """Without a label there is nothing to refuse by (the header row is predicted like any
+    text), but a first row that looks like a header is named, with the way on."""
+    path = write(tmp_path / "test.tsv", text)
+    examples = read_examples(path, columns, labelled=False)
+    assert examples[0].line == 1  # still read: it may be a text after all
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path} line 1 looks like a header ({why}), but --no_header reads it as a text to "
+        "predict, and predicts it: drop --no_header and name the columns, or remove that row"]
+
+
+@pytest.mark.parametrize("text", [
+    "0\tfirst\n1\tsecond\n",  # numbers and texts throughout
+    "sentence\tfirst\n",  # one row: nothing to compare it with
+    "a\tgood film\nb\tsentence\n",  # a column name, but not in the first row
+    "x\tfirst\n1\tsecond\ny\tthird\n",  # a word above numbers and words
+])
+def test_item19_files_to_predict_without_a_header_row_are_not_warned(text, tmp_path, caplog):
+    path = write(tmp_path / "test.tsv", text)
+    read_examples(path, Columns(1, None, None, False), labelled=False)
+    assert caplog.records == []
+
+
+def test_item20_a_column_by_position_in_files_whose_headers_differ(tmp_path):
+    """SST-2: the train file's header says label<TAB>sentence, the dev file's label<TAB>content.
+    One --text_a 1 --label 0 reads both; a header name still wins over a position."""
+    train = write(tmp_path / "train.tsv", "label\tsentence\n1\tgood\n0\tbad\n")
+    dev = write(tmp_path / "dev.tsv", "label\tcontent\n0\tdull\n")
+    columns = Columns("1", None, "0")
+    assert [(e.text_a, e.label) for e in read_examples(train, columns)] == [("good", "1"),
+                                                                         ("bad", "0")]
+    assert [(e.text_a, e.label) for e in read_examples(dev, columns)] == [("dull", "0")]
+    named = write(tmp_path / "named.tsv", "0\t1\nx\ty\n")  # columns named "0" and "1"
+    assert read_examples(named, Columns("0", None, "1"))[0].text_a == "x"
+    with pytest.raises(ClassificationDataError, match=r"--label 5 is past its 2 columns"):
+        read_examples(dev, Columns("1", None, "5"))

@@ -52,3 +52,22 @@ def test_mixed_precision_model_is_exported_in_float32(tmp_path):
         for name in ("start_logits", "end_logits"):
             np.testing.assert_allclose(result[name].numpy(), expected[f"{case}_{name}"],
                                        atol=1e-5)
+
+
+def test_a_mixed_precision_classifier_is_exported_with_its_labels(tmp_path):
+    """run_classifier --precision bf16 --export_dir: the float32 twin has the classifier's
+    width and labels (it was built with the class's default two, and the copy failed)."""
+    import keras
+
+    from albert import AlbertForSequenceClassification
+    from albert.io.savedmodel import export_saved_model
+
+    labels = ["pos", "neg", "neutral", "mixed"]
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    mixed = AlbertForSequenceClassification(tiny_config(), 4, labels).build_for_config()
+    keras.mixed_precision.set_global_policy("float32")
+    out = export_saved_model(mixed, str(tmp_path / "serving" / "1"), "classification")
+    serve = tf.saved_model.load(out).signatures["serving_default"]
+    assert serve.structured_outputs["logits"].shape[-1] == 4
+    assert json.loads((tmp_path / "serving" / "1" / "assets" / "config.json").read_text())[
+        "id2label"] == {str(i): name for i, name in enumerate(labels)}

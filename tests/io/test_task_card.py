@@ -55,3 +55,39 @@ def test_a_damaged_card_is_a_checkpoint_error_naming_the_file(content, message, 
     with pytest.raises(CheckpointError) as damaged:
         read_task_card(str(tmp_path))
     assert str(damaged.value).startswith(f"{card} (of the model {tmp_path}) {message}")
+
+
+def test_item17_the_card_keeps_the_labels_in_id_order_not_sorted(tmp_path):
+    """Issue 34 item 17: labels in the id order --labels gave (not sorted: "pos" is id 0),
+    from a run's recorded spec and from a written card alike."""
+    labels = ["pos", "neg", "neutral"]
+    spec = {"task": "classification", "features": {"max_seq_length": 32}, "labels": labels,
+            "vocabulary_sha256": None}
+    assert task_card(spec)["labels"] == labels
+    (tmp_path / "run.json").write_text(json.dumps({"spec": spec}))
+    assert read_task_card(str(tmp_path))["labels"] == labels
+    write_task_card(str(tmp_path), task_card(spec))
+    assert read_task_card(str(tmp_path))["labels"] == labels
+
+
+@pytest.mark.parametrize("card, message", [
+    ({"labels": "abcd"}, '"labels" must be a list of label names in id order, got the string '
+                         '"abcd"'),
+    ({"features": ["max_seq_length"]}, '"features" must be a JSON object of feature settings, '
+                                       'got a list'),
+    ({"features": {"doc_stride": True}}, '"features" "doc_stride" must be a positive whole '
+                                         'number, got the boolean true'),
+    ({"features": {"max_seq_length": "384"}}, '"features" "max_seq_length" must be a positive '
+                                              'whole number, got the string "384"'),
+])
+def test_item8_a_card_of_the_wrong_shape_is_a_checkpoint_error(card, message, tmp_path):
+    write_task_card(str(tmp_path), card)
+    with pytest.raises(CheckpointError) as wrong:
+        read_task_card(str(tmp_path))
+    assert str(wrong.value) == f"{tmp_path / TASK_FILE} (of the model {tmp_path}): {message}"
+
+
+def test_item8_a_run_record_whose_spec_is_not_an_object(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"spec": "squad"}))
+    with pytest.raises(CheckpointError, match='"spec" must be a JSON object, got the string'):
+        read_task_card(str(tmp_path))

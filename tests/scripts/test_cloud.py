@@ -560,3 +560,123 @@ def test_item15_launcher_closing_hints_are_shell_quoted(no_aws, monkeypatch, cap
     out = capsys.readouterr().out
     assert "describe-training-job --region 'local zone; echo hi' --training-job-name albert-" in out
     assert "TrainingJobs --region 'local zone; echo hi' --log-stream-name-prefix albert-" in out
+
+
+# -- issue 34 items 2 and 9: where a fine-tune's outputs go; the launcher's own refusals ---------
+
+
+def test_item2_a_relative_output_path_is_said_to_go_to_the_jobs_model_directory(no_aws,
+                                                                                 capsys):
+    """A relative --export_dir would be under the image's working directory, lost with the
+    container: the launcher says where the job writes it (and what keeps it on FSx); one that
+    climbs out of the model directory is refused. No output flag at all: nothing to say."""
+    ls = load_launcher()
+    job = ["--entry_point", "run_classifier", "--train_file", "glue/SST-2/train.tsv",
+           "--dry_run", *no_aws]
+    assert ls.main(job) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "export_dir" not in json.loads(out)["HyperParameters"]
+    assert ls.main([*job, "--export_dir", "serving/1"]) == 0
+    out, err = capsys.readouterr()
+    name = json.loads(out)["TrainingJobName"]
+    assert err == ("warning: --export_dir serving/1 is relative: the job writes it to "
+                   "/opt/ml/model/serving/1, uploaded in "
+                   f"s3://bkt/o/{name}/output/model.tar.gz when the job ends; to keep it on FSx "
+                   "give /opt/ml/input/data/fsx/serving/1\n")
+    assert ls.main([*job, "--output_dir", "../runs/sst2"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --output_dir ../runs/sst2 leaves the job's model directory (/opt/ml/model), "
+        "where nothing is kept: give a path below it, or an absolute one on the FSx channel "
+        "(/opt/ml/input/data/fsx/...)\n")
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_item2_the_launchers_request_run_by_the_entry_script_in_the_containers_environment(
+        sample_vocab, tmp_path):
+    """End to end: the launcher's --dry_run request, its hyperparameters given to the image's
+    entry script as the toolkit gives them, with SM_MODEL_DIR set and a working directory of
+    its own: a fine-tune without any output flag leaves its results in SM_MODEL_DIR and
+    nothing in the working directory."""
+    from albert.demo.classification_sample import write_task
+
+    write_task(str(tmp_path / "fsx" / "topic"), "topic", seed=0)
+    env = {**os.environ, **ENV}
+    proc = subprocess.run(
+        [sys.executable, LAUNCHER, "--entry_point", "run_classifier", "--dry_run",
+         "--instance_type", "ml.g5.xlarge", "--train_file", "topic/train.tsv", "--eval_file",
+         "topic/dev.tsv", "--model_size", "tiny", "--config_override", "num_hidden_layers=1",
+         "--spm_model", sample_vocab, "--max_seq_length", "32", "--per_gpu_batch_size", "8",
+         "--total_steps", "1", "--xla", "off", "--no_progress", "--verbose"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    hp = json.loads(proc.stdout)["HyperParameters"]
+    hp["filesystem_prefix"] = str(tmp_path / "fsx")  # the FSx channel, here
+    toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
+                    for item in (f"--{key}", value)]
+    (tmp_path / "model").mkdir()
+    (tmp_path / "workdir").mkdir()
+    entry = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "docker", "sagemaker", hp["sagemaker_program"]),
+         *toolkit_argv], capture_output=True, text=True, timeout=300, cwd=tmp_path / "workdir",
+        env={**env, "SM_MODEL_DIR": str(tmp_path / "model"),
+             "SM_OUTPUT_DATA_DIR": str(tmp_path / "output")})
+    assert entry.returncode == 0, entry.stderr[-3000:]
+    assert os.listdir(tmp_path / "workdir") == []
+    model = tmp_path / "model"
+    assert (model / "eval_results.json").is_file() and (model / "logs").is_dir()
+    assert (model / "checkpoints" / "final" / "model.safetensors").is_file()
+    assert f"model in {model / 'checkpoints' / 'final'}" in entry.stdout
+
+
+@pytest.mark.parametrize("extra, refused", [
+    (["--overwrite_output_dir"], True),
+    (["--overwrite_output_dir", "--overwrite_checkpoint_dir"], False),
+    (["--overwrite_output_dir", "--checkpoint_dir", "/opt/ml/input/data/fsx/ckpt",
+      "--overwrite_checkpoint_dir"], False),
+])
+def test_item9_overwrite_output_dir_with_a_checkpoint_uri_never_blames_the_launchers_flag(
+        extra, refused, no_aws, capsys):
+    """--checkpoint_s3_uri makes the launcher set --checkpoint_dir /opt/ml/checkpoints; with
+    --overwrite_output_dir the entry point's refusal of that combination was a FlagError
+    traceback naming a --checkpoint_dir the user never gave. Now one line saying what the
+    launcher did and the ways on; with --overwrite_checkpoint_dir the job is made."""
+    ls = load_launcher()
+    argv = ["--entry_point", "run_squad", "--train_file", "t.json", "--dry_run",
+            "--checkpoint_s3_uri", "s3://bkt/ckpt", *no_aws, *extra]
+    assert ls.main(argv) == (2 if refused else 0)
+    out, err = capsys.readouterr()
+    if refused:
+        assert err == (
+            "error: --overwrite_output_dir discards the run under --output_dir, but with "
+            "--checkpoint_s3_uri the job's checkpoints are in /opt/ml/checkpoints (synced with "
+            "that prefix), which it keeps: to start afresh give a --checkpoint_s3_uri that holds "
+            "no run, or add --overwrite_checkpoint_dir to discard them at every start of the job "
+            "(a spot restart too)\n")
+        assert out == ""
+    else:
+        assert err == "" and json.loads(out)["HyperParameters"]["overwrite_output_dir"] == "True"
+
+
+def test_item9_a_combination_the_entry_point_refuses_is_one_line(no_aws, capsys):
+    """Any FlagError of the entry point's parser (here: --checkpoint_dir given apart from
+    --output_dir with --overwrite_output_dir) is the launcher's one-line error, not a
+    traceback."""
+    ls = load_launcher()
+    assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", "--dry_run",
+                    "--overwrite_output_dir", "--checkpoint_dir", "/opt/ml/input/data/fsx/c",
+                    *no_aws]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run_squad would refuse these flags: --overwrite_output_dir "
+                          "discards the run under --output_dir /opt/ml/model; --checkpoint_dir "
+                          "/opt/ml/input/data/fsx/c lies elsewhere")
+    assert len(err.splitlines()) == 1
+
+
+def test_item9_the_launcher_takes_verbose(no_aws, capsys):
+    """The README says every command takes --verbose: so does the launcher, for the job."""
+    ls = load_launcher()
+    assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", "--dry_run",
+                    "--verbose", *no_aws]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and json.loads(out)["HyperParameters"]["verbose"] == "True"

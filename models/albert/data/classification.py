@@ -6,9 +6,11 @@ Files, chosen by name:
                   hold unbalanced quotes, are read by BERT/ALBERT and transformers)
   .csv            RFC 4180 quoting (a quoted field may hold commas and newlines)
   .jsonl, .json   one JSON object per line; columns are its keys
-A header row names the columns (--text_a, --text_b, --label); without one (--no_header, CoLA's
-files) columns are 0-based positions. Blank lines are skipped. Every row must have as many fields
-as the header (or, without one, the first row): a row that does not is an error naming its line.
+A header row names the columns (--text_a, --text_b, --label); a column is given by that name or,
+with or without a header, by its 0-based position (the one way without one: --no_header, CoLA's
+files), so one flag finds a column whose name differs between files. Blank lines are skipped.
+Every row must have as many fields as the header (or, without one, the first row): a row that does
+not is an error naming its line.
 
 Features are BERT's: [CLS] a [SEP] for one text, [CLS] a [SEP] b [SEP] for a pair (token types 0
 then 1), the longer text of a pair cut first, one token at a time, to fit max_seq_length. They are
@@ -147,13 +149,22 @@ def _tsv_hint(fields: list[str], width: int | None) -> str:
 
 
 def _column_index(path: str, header: list[str] | None, column, flag: str) -> int:
+    """The position of `column` in the rows: a name of the header, else (with or without one)
+    a 0-based position, so that one flag finds a column whose name differs between files
+    (SST-2's train file says sentence, its dev file content)."""
     if header is None:
         return column
-    if column not in header:
-        raise ClassificationDataError(
-            f"{path} has no column {column!r} ({flag}); its columns are: "
-            + ", ".join(repr(h) for h in header))
-    return header.index(column)
+    if column in header:
+        return header.index(column)
+    if isinstance(column, int) or (column.isascii() and column.isdigit()):
+        if int(column) >= len(header):
+            raise ClassificationDataError(
+                f"{path}: {flag} {column} is past its {len(header)} columns (numbered from 0: "
+                + ", ".join(repr(h) for h in header) + ")")
+        return int(column)
+    raise ClassificationDataError(
+        f"{path} has no column {column!r} ({flag}); its columns are: "
+        + ", ".join(repr(h) for h in header) + " (or give a column's position, from 0)")
 
 
 def _check_header(path: str, header: list[str]) -> None:
@@ -209,6 +220,25 @@ def _check_not_a_header(path: str, examples: list[Example], fields: list[str], w
         f"columns ({names}), or remove that row")
 
 
+def _warn_if_a_header(path: str, first: list[str], numbers: list[bool], texts: list[int],
+                      line: int) -> None:
+    """With --no_header, a file read only to predict has no label to tell a header by (see
+    _check_not_a_header); its first row is predicted like any other. When that row looks like a
+    header (its texts are column names, or a column holds a word above numbers), say so."""
+    names = [first[i].strip() for i in texts]
+    if names and all(name.lower() in _COLUMN_NAMES for name in names):
+        why = "its text " + ", ".join(repr(n) for n in names) + " is a column name"
+    else:
+        above = [i for i, number in enumerate(numbers)
+                 if number and first[i].strip() and not _is_number(first[i])]
+        if not above:
+            return
+        why = f"its column {above[0]} holds {first[above[0]].strip()!r} above numbers"
+    logger.warning("%s line %d looks like a header (%s), but --no_header reads it as a text to "
+                   "predict, and predicts it: drop --no_header and name the columns, or remove "
+                   "that row", path, line, why)
+
+
 def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[Example]:
     rows = _rows(path, kind)
     header = None
@@ -227,10 +257,12 @@ def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[
              if col is not None}
     examples = []
     first_fields = None
+    numbers = None  # without a header, to predict: whether each column holds numbers below row 1
     for number, fields in rows:
         if width is None:
             first_fields = fields
             width = len(fields)
+            numbers = [False] * width if labelled else [True] * width
             for flag, index in where.items():
                 if index >= width:
                     raise ClassificationDataError(
@@ -242,12 +274,19 @@ def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[
             raise ClassificationDataError(
                 f"{path} line {number}: {len(fields)} fields where {expected} has {width}"
                 + (_tsv_hint(fields, width) if kind == "tsv" else ""))
+        if examples and numbers is not None:
+            for i, field in enumerate(fields):
+                numbers[i] = numbers[i] and _is_number(field)
         label = fields[where["--label"]].strip() if "--label" in where else None
         examples.append(Example(len(examples), number, fields[where["--text_a"]],
                                 fields[where["--text_b"]] if "--text_b" in where else None,
                                 label if labelled else None))
     if header is None and labelled and examples:
         _check_not_a_header(path, examples, first_fields, where, examples[0].line)
+    elif header is None and len(examples) > 1:
+        _warn_if_a_header(path, first_fields, numbers,
+                          [where[f] for f in ("--text_a", "--text_b") if f in where],
+                          examples[0].line)
     return examples
 
 

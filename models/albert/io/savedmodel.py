@@ -10,6 +10,7 @@ albert.export; this module takes flags only as names in its messages.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -58,8 +59,12 @@ def float32_copy(model):
         return model
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("float32")
+    # A classifier's head is as wide as its labels (the class's default is two).
+    options = ({"num_labels": model.num_labels,
+                "label_names": list(model.label_names) if model.label_names else None}
+               if hasattr(model, "classifier") else {})
     try:
-        twin = type(model)(model.config)
+        twin = type(model)(model.config, **options)
         twin.build_for_config()
     finally:
         keras.mixed_precision.set_global_policy(previous)
@@ -124,6 +129,10 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
         raise FlagError(f"{flag} {path} {where}: give a directory for the SavedModel (e.g. "
                         "serving/1, a TF Serving version directory)")
     real = os.path.realpath(target)
+    if os.path.ismount(real):
+        raise FlagError(f"{flag} {path} is a mount point, which an export cannot replace (it "
+                        "writes a new directory and renames it into place): give a directory "
+                        f"inside it, e.g. {shlex.quote(os.path.join(path, '1'))}")
     for other in protect:
         if other and _within(os.path.realpath(os.fspath(other)), real):
             raise FlagError(f"{flag} {path} would replace {other}, which this command reads or "
@@ -203,7 +212,10 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     # Assets are copied into the SavedModel under their base names, hence a staging directory.
     staging = new_directory(parent, ".assets-")
     try:
-        model.config.to_json_file(os.path.join(staging, "config.json"))
+        with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
+            json.dump({**model.config.to_dict(), **_labels_config(model, card)}, f, indent=2,
+                      sort_keys=True)
+            f.write("\n")
         assets = [os.path.join(staging, "config.json")]
         if card is not None:
             assets.append(write_task_card(staging, card))
@@ -221,6 +233,20 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return output_dir
+
+
+def _labels_config(model, card: dict | None) -> dict:
+    """A classifier's outputs as Hugging Face's config.json names them (id2label, label2id,
+    problem_type): the model's own record of its labels, against which albert.classify checks
+    the task card (a card edited or copied from another model would flip every label)."""
+    if not hasattr(model, "classifier"):
+        return {}
+    regression = model.num_labels == 1
+    names = (None if regression else (card or {}).get("labels") or model.label_names) \
+        or [f"LABEL_{i}" for i in range(model.num_labels)]
+    return {"id2label": {str(i): name for i, name in enumerate(names)},
+            "label2id": {name: i for i, name in enumerate(names)},
+            "problem_type": "regression" if regression else "single_label_classification"}
 
 
 def classifier_card(model, card: dict | None) -> dict:

@@ -18,6 +18,10 @@ from albert.errors import CheckpointError
 TASK_FILE = "albert_task.json"
 
 
+# The feature settings a serving tool reads as whole numbers.
+WHOLE_NUMBERS = ("max_seq_length", "doc_stride", "max_query_length")
+
+
 def task_card(spec: dict) -> dict:
     """What serving needs to know of a fine-tuning run's recorded spec (run.json's "spec")."""
     return {"task": spec.get("task"), "features": spec.get("features") or {},
@@ -50,7 +54,56 @@ def read_task_card(path: str) -> dict | None:
         if not isinstance(found, dict):
             raise CheckpointError(f"{candidate} (of the model {path}) does not hold a JSON "
                                   "object")
+        where = f"{candidate} (of the model {path})"
         if candidate.endswith("run.json"):
-            return task_card(found["spec"]) if found.get("spec") else None
-        return found
+            if not found.get("spec"):
+                return None
+            if not isinstance(found["spec"], dict):
+                raise CheckpointError(f"{where}: \"spec\" must be a JSON object, got "
+                                      f"{_kind(found['spec'])}")
+            found = task_card(found["spec"])
+        return check_card(found, where)
     return None
+
+
+def _kind(value) -> str:
+    """A JSON value's type as a message names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)[:40]}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def check_card(card: dict, where: str) -> dict:
+    """`card` when each entry it holds has the type the serving tools read it as; else one
+    CheckpointError naming `where` and the entry (valid JSON of the wrong shape, e.g. labels
+    "abcd", would otherwise be read as four labels, or fail deep in a tool as a traceback)."""
+    def refuse(entry: str, expected: str, value):
+        raise CheckpointError(f"{where}: {entry} must be {expected}, got {_kind(value)}")
+
+    for name in ("task", "vocabulary_sha256"):
+        if card.get(name) is not None and not isinstance(card[name], str):
+            refuse(f'"{name}"', "a string", card[name])
+    features = card.get("features")
+    if features is not None and not isinstance(features, dict):
+        refuse('"features"', "a JSON object of feature settings", features)
+    for name in WHOLE_NUMBERS:
+        value = (features or {}).get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            refuse(f'"features" "{name}"', "a positive whole number", value)
+    columns = (features or {}).get("columns")
+    if columns is not None and not isinstance(columns, list):
+        refuse('"features" "columns"', "a list", columns)
+    labels = card.get("labels")
+    if labels is not None:
+        if not isinstance(labels, list) or not all(isinstance(x, str) and x for x in labels):
+            refuse('"labels"', "a list of label names in id order", labels)
+        if len(set(labels)) != len(labels):
+            raise CheckpointError(f"{where}: \"labels\" names a label twice: {labels}")
+    return card
