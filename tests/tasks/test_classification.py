@@ -67,3 +67,14 @@ def test_the_baseline_is_the_training_sets_majority_class_on_the_evaluation(tmp_
     del task.examples["train"]  # evaluation only: the evaluation file's own majority
     assert task.baseline({"eval": {}}) == "majority class (no): accuracy 0.7500"
     assert task.headline("eval", {"accuracy": 0.5, "mcc": 0.1}) == "accuracy 0.5000"
+
+
+def test_a_fine_tune_at_the_majority_class_learned_nothing(tmp_path, sample_vocab):
+    task = task_of(tmp_path, sample_vocab, "--labels", "no,yes")
+    gold = ["no"] * 300 + ["yes"] * 100  # majority 0.75; two standard errors ~0.043
+    task.examples = {"train": [SimpleNamespace(label="no")],
+                     "eval": [SimpleNamespace(label=x) for x in gold]}
+    assert task.learned_nothing({"eval": {"accuracy": 0.75}})
+    assert task.learned_nothing({"eval": {"accuracy": 0.73}})
+    assert not task.learned_nothing({"eval": {"accuracy": 0.85}})
+    assert not task.learned_nothing({})

@@ -45,3 +45,15 @@ def test_the_summary_shows_exact_and_f1_of_either_version(tmp_path, sample_vocab
     assert task.headline("eval", {"exact": 81.234, "f1": 84.5, "HasAns_f1": 90.0}) == \
         "exact 81.23 F1 84.50"
     assert task.headline("eval", {"exact_match": 80.0, "f1": 88.0}) == "exact 80.00 F1 88.00"
+
+
+def test_a_fine_tune_at_the_all_empty_score_learned_nothing(tmp_path, sample_vocab):
+    # 300 questions, 100 unanswerable: all-empty F1 33.33; two standard errors ~5.8 F1.
+    task = task_of(tmp_path, sample_vocab)
+    task.scored = (None, data(*([True] * 200 + [False] * 100)), None)
+    assert task.learned_nothing({"eval": {"f1": 33.33, "HasAns_f1": 0.0}})
+    assert task.learned_nothing({"eval": {"f1": 35.0, "HasAns_f1": 3.0}})
+    # Answering some questions right is learning, even where the total stays near the baseline.
+    assert not task.learned_nothing({"eval": {"f1": 36.0, "HasAns_f1": 30.0}})
+    assert not task.learned_nothing({"eval": {"f1": 52.0, "HasAns_f1": 40.0}})
+    assert not task.learned_nothing({})

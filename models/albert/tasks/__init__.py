@@ -103,6 +103,20 @@ class Task:
         """What the final scores are measured against, as a phrase (rank 0)."""
         return None
 
+    def learned_nothing(self, final: dict) -> bool:
+        """Whether the final scores are the baseline's, within two standard errors of the
+        evaluation's size: a fine-tune that ran but learned nothing (rank 0)."""
+        return False
+
+
+def learned_nothing_warning(spec, steps: int) -> str:
+    """What the closing summary says of a run that ended at its baseline, with the causes that
+    usually make it so."""
+    return (f"WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
+            f"--learning_rate {spec.optimization.learning_rate:g} too low for this model's size "
+            f"(a tiny or small model fine-tunes at 1e-4 to 1e-3, base and larger at 1e-5 to "
+            f"5e-5) or too high, or too few updates ({steps})")
+
 
 def inference_fn(model, xla: bool, outputs: tuple, _cache: dict = {}):  # noqa: B006 - a memo
     """inputs -> model(inputs, training=False)[each of outputs], traced once per model and XLA

@@ -257,16 +257,35 @@ class ClassifierTask(Task):
             ("pearson" if self.regression else "accuracy")
         return f"{metric} {scores[metric]:.4f}"
 
-    def baseline(self, final: dict) -> str | None:
-        """The majority class: the accuracy of answering every evaluation example with the
-        most frequent training label (an evaluation-only run: the evaluation file's own)."""
-        if "eval" not in final or self.regression:
-            return None
+    def _majority(self) -> tuple[str, float]:
+        """The most frequent training label (an evaluation-only run: the evaluation file's own)
+        and the accuracy of answering it for every evaluation example."""
         source = self.examples.get("train") or self.examples["eval"]
         common = collections.Counter(e.label for e in source).most_common(1)[0][0]
         gold = [e.label for e in self.examples["eval"]]
-        return (f"majority class ({common}): accuracy "
-                f"{sum(g == common for g in gold) / len(gold):.4f}")
+        return common, sum(g == common for g in gold) / len(gold)
+
+    def baseline(self, final: dict) -> str | None:
+        """The majority class: the accuracy of answering every evaluation example with it."""
+        if "eval" not in final or self.regression:
+            return None
+        common, accuracy = self._majority()
+        return f"majority class ({common}): accuracy {accuracy:.4f}"
+
+    def learned_nothing(self, final: dict) -> bool:
+        """Accuracy within two standard errors of the majority class's (regression: a Pearson
+        correlation within two standard errors of 0)."""
+        scores = final.get("eval")
+        if not scores:
+            return False
+        n = len(self.examples["eval"])
+        if self.regression:
+            return "pearson" in scores and abs(scores["pearson"]) <= 2 / math.sqrt(max(n, 1))
+        if "accuracy" not in scores:
+            return False
+        _, accuracy = self._majority()
+        noise = 2 * math.sqrt(max(accuracy * (1 - accuracy), 1 / n) / n)
+        return abs(scores["accuracy"] - accuracy) <= noise
 
 
 def predict(model, prefix, spec, dist, xla: bool, regression: bool):

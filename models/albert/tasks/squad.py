@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 
@@ -124,18 +125,34 @@ class SquadTask(Task):
         exact = scores.get("exact", scores.get("exact_match"))
         return f"exact {exact:.2f} F1 {scores['f1']:.2f}"
 
-    def baseline(self, final: dict) -> str | None:
-        """What answering every question with no answer scores (v2.0: the unanswerable share;
-        v1.1: 0), by the official rules."""
-        if "eval" not in final:
-            return None
+    def _empty_scores(self) -> dict:
+        """The official scores of answering every question with no answer (v2.0: the
+        unanswerable share; v1.1: 0)."""
         _, data, _ = self.scored
         version = VERSIONS.get(self.spec.options.get("squad_version")) or detect_version(data)
         empty = {qa["id"]: "" for article in data["data"] for paragraph in article["paragraphs"]
                  for qa in paragraph["qas"]}
-        scores = evaluate(data, empty, None, version)
+        return evaluate(data, empty, None, version)
+
+    def baseline(self, final: dict) -> str | None:
+        """What answering every question with no answer scores, by the official rules."""
+        if "eval" not in final:
+            return None
+        scores = self._empty_scores()
         exact = scores.get("exact", scores.get("exact_match"))
         return f"all-empty answers: exact {exact:.2f} F1 {scores['f1']:.2f}"
+
+    def learned_nothing(self, final: dict) -> bool:
+        """F1 within two standard errors of the all-empty answers' and the answerable questions
+        (all of them in v1.1) no better than that noise: it learned at most to abstain."""
+        scores = final.get("eval")
+        if not scores or "f1" not in scores:
+            return False
+        empty = self._empty_scores()
+        # Two standard errors of a share at its widest (a coin's), in F1 points.
+        noise = 100 / math.sqrt(empty["total"])
+        answerable = scores.get("HasAns_f1", scores["f1"])
+        return abs(scores["f1"] - empty["f1"]) <= noise and answerable <= noise
 
 
 def predict(model, prefix, spec, dist, xla: bool) -> dict:

@@ -1,0 +1,260 @@
+"""What the demo's runs show, read back from the files they wrote: scripts/demo.sh's last step.
+
+    python -m albert.demo.report --demo_dir demo_output --seeds 1 2
+
+Reads the pretraining's logs and baselines and every fine-tune under <demo_dir>/finetune/ (all
+the training questions) and <demo_dir>/finetune_tenth/ (a tenth of them), each named
+<start>-seed<N> with start pretrained or scratch. Prints the pretraining's held-out accuracies
+against their baselines, one row per seed with both starts' dev F1, the mean difference against
+the seeds' spread and a verdict that says "helped" only when the difference is larger than the
+spread; then both starts' answers to the same dev questions (the first ones of the dev file, a
+fixed rule, not a choice), and draws the pictures into <demo_dir>/pretraining_pays.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+from albert.cli import flags
+
+STARTS = ("pretrained", "scratch")
+PICTURE = "pretraining_pays.png"
+
+
+@dataclass(frozen=True)
+class FineTune:
+    start: str
+    seed: int
+    results: dict    # eval_results.json: the official scores of the final model
+    curve: list      # (update, dev F1) of each evaluation during the run
+    predictions: dict
+
+
+def _read_json(path: str):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _records(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def read_fine_tunes(directory: str, seeds: list[int]) -> dict[tuple[str, int], FineTune]:
+    runs = {}
+    for start in STARTS:
+        for seed in seeds:
+            run = os.path.join(directory, f"{start}-seed{seed}")
+            evals = [r for r in _records(os.path.join(run, "logs", "metrics.jsonl"))
+                     if r["split"] == "eval"]
+            runs[start, seed] = FineTune(
+                start, seed, _read_json(os.path.join(run, "eval_results.json")),
+                [(r["step"], r["f1"]) for r in evals],
+                _read_json(os.path.join(run, "predictions.json")))
+    return runs
+
+
+def empty_answer_f1(results: dict) -> float:
+    """The F1 of answering nothing: the dev set's unanswerable share."""
+    return 100.0 * results.get("NoAns_total", 0) / results["total"]
+
+
+def learned_nothing(results: dict) -> bool:
+    """Within two standard errors of the all-empty baseline, with no answerable question right:
+    what a fine-tune that only learned to abstain scores."""
+    baseline = empty_answer_f1(results)
+    noise = 2 * math.sqrt(baseline * (100 - baseline) / results["total"])
+    return abs(results["f1"] - baseline) <= noise and results.get("HasAns_f1", 0.0) < noise
+
+
+@dataclass(frozen=True)
+class Comparison:
+    seeds: list[int]
+    pretrained: list[float]
+    scratch: list[float]
+
+    @property
+    def differences(self) -> list[float]:
+        return [p - s for p, s in zip(self.pretrained, self.scratch, strict=True)]
+
+    @property
+    def gain(self) -> float:
+        return sum(self.differences) / len(self.differences)
+
+    @property
+    def spread(self) -> float:
+        """The seed noise: the larger of the two starts' ranges of dev F1 over the seeds."""
+        return max(max(v) - min(v) for v in (self.pretrained, self.scratch))
+
+    def verdict(self) -> str:
+        worst = min(self.differences)
+        if len(self.seeds) < 2:
+            return (f"one seed ({self.gain:+.2f} F1) shows no spread: run at least two seeds "
+                    "before reading a difference")
+        if self.gain > self.spread and worst > 0:
+            return (f"pretraining helped: {self.gain:+.2f} F1 on average (worst seed "
+                    f"{worst:+.2f}), more than the seeds' spread of {self.spread:.2f} F1")
+        if self.gain > 0:
+            return (f"not shown: {self.gain:+.2f} F1 on average is within the seeds' spread of "
+                    f"{self.spread:.2f} F1 (or a seed lost): this run cannot tell a gain from "
+                    "noise")
+        return f"pretraining did not help here: {self.gain:+.2f} F1 on average"
+
+
+def compare(runs: dict, seeds: list[int]) -> Comparison:
+    return Comparison(seeds, [runs["pretrained", s].results["f1"] for s in seeds],
+                      [runs["scratch", s].results["f1"] for s in seeds])
+
+
+def print_comparison(title: str, runs: dict, seeds: list[int]) -> Comparison:
+    first = runs["pretrained", seeds[0]].results
+    print(f"=== {title}: {first['total']} dev questions, official SQuAD v2.0 scoring; both "
+          "starts with the same flags, seeds and updates ===")
+    print(f"{'seed':<6}{'from pretrained':>17}{'from scratch':>14}{'difference':>12}")
+    for seed in seeds:
+        p, s = runs["pretrained", seed].results["f1"], runs["scratch", seed].results["f1"]
+        print(f"{seed:<6}{p:>17.2f}{s:>14.2f}{p - s:>+12.2f}")
+    comparison = compare(runs, seeds)
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    print(f"{'mean':<6}{mean(comparison.pretrained):>17.2f}{mean(comparison.scratch):>14.2f}"
+          f"{comparison.gain:>+12.2f}   (seeds' spread {comparison.spread:.2f} F1)")
+    print(f"all-empty answers {empty_answer_f1(first):.2f} F1")
+    for (start, seed), run in sorted(runs.items()):
+        if learned_nothing(run.results):
+            print(f"warning: the fine-tune from {start} (seed {seed}) learned nothing: F1 "
+                  f"{run.results['f1']:.2f} is the all-empty baseline's, no answerable question "
+                  "right (too low a learning rate or too few updates for this start)")
+    print(f"verdict: {comparison.verdict()}")
+    return comparison
+
+
+def print_pretraining(demo_dir: str) -> None:
+    pretraining = os.path.join(demo_dir, "pretraining")
+    records = _records(os.path.join(pretraining, "logs", "metrics.jsonl"))
+    train = [r for r in records if r["split"] == "train"][-1]
+    val = [r for r in records if r["split"] == "val"][-1]
+    base = _read_json(os.path.join(pretraining, "baselines.json"))
+    with open(os.path.join(pretraining, "seconds"), encoding="utf-8") as f:
+        seconds = int(f.read())
+    # Two standard errors of a coin's accuracy on the held-out pairs: below that, SOP learned
+    # nothing this run can show.
+    noise = 2 * math.sqrt(0.25 / base["validation"]["pairs"])
+    print(f"pretraining: {train['step']} steps in {seconds}s; held-out = documents it never "
+          f"trained on (step {val['step']})")
+    print(f"MLM accuracy  train {train['mlm_acc']:.4f}  held-out {val['mlm_acc']:.4f}  "
+          f"(always the most frequent masked token: train {base['train']['mlm_unigram_acc']:.4f}"
+          f"  held-out {base['validation']['mlm_unigram_acc']:.4f})")
+    print(f"SOP accuracy  train {train['sop_acc']:.4f}  held-out {val['sop_acc']:.4f}  "
+          f"(a coin: 0.5; +-{noise:.4f} is noise on {base['validation']['pairs']} held-out pairs)")
+    mlm_learned = val["mlm_acc"] >= 2 * base["validation"]["mlm_unigram_acc"]
+    sop_learned = val["sop_acc"] > 0.5 + noise
+    print("  MLM: " + ("well above its baseline on unseen text" if mlm_learned else
+                       "NOT clearly above its baseline: the pretraining learned little"))
+    print("  SOP: " + ("above chance on unseen text" if sop_learned else
+                       "NOT above chance on unseen text" + (
+                           f" (train {train['sop_acc']:.2f}: it learned the training pairs' "
+                           "order, not yet a rule)" if train["sop_acc"] > 0.6 else "")))
+
+
+def dev_questions(dev: dict):
+    for article in dev["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                yield paragraph["context"], qa
+
+
+def print_answers(dev: dict, runs: dict, seed: int, count: int) -> None:
+    """Both starts' answers (one seed) to the first `count` dev questions, beside the expected."""
+    print(f"=== the first {count} dev questions, asked of both fine-tunes (seed {seed}) ===")
+    for context, qa in list(dev_questions(dev))[:count]:
+        expected = " / ".join(sorted({a["text"] for a in qa["answers"]})) or "(no answer)"
+        print(f"passage:    {context}")
+        print(f"question:   {qa['question']}")
+        print(f"expected:   {expected}")
+        for start in STARTS:
+            answer = runs[start, seed].predictions.get(qa["id"], "") or "(no answer)"
+            label = f"{start}:"
+            print(f"{label:<12}{answer}")
+        print()
+
+
+def draw(demo_dir: str, curves: dict[str, dict], path: str) -> None:
+    """Held-out MLM and SOP accuracy over the pretraining's updates against their baselines, and
+    every fine-tune's dev F1 over its updates against the all-empty line."""
+    # Only the picture needs matplotlib, and only here: the rest of the report stays light.
+    import matplotlib
+    matplotlib.use("Agg")  # files, never a window
+    import matplotlib.pyplot as plt  # after use(): the backend is chosen when pyplot loads
+
+    pretraining = os.path.join(demo_dir, "pretraining")
+    records = _records(os.path.join(pretraining, "logs", "metrics.jsonl"))
+    base = _read_json(os.path.join(pretraining, "baselines.json"))
+    panels = 2 + len(curves)
+    fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.8))
+    for ax, metric, baseline, label in (
+            (axes[0], "mlm_acc", base["validation"]["mlm_unigram_acc"], "most frequent token"),
+            (axes[1], "sop_acc", 0.5, "a coin")):
+        for split, style in (("train", ":"), ("val", "-")):
+            points = [(r["step"], r[metric]) for r in records if r["split"] == split]
+            ax.plot(*zip(*points, strict=True), style, marker="o" if split == "val" else None,
+                    label="held-out" if split == "val" else "train")
+        ax.axhline(baseline, color="grey", linestyle="--", label=label)
+        ax.set_title(f"pretraining: {'MLM' if metric == 'mlm_acc' else 'SOP'} accuracy")
+        ax.set_xlabel("update")
+        ax.legend(fontsize=8)
+    for ax, (title, runs) in zip(axes[2:], curves.items(), strict=True):
+        for (start, seed), run in sorted(runs.items()):
+            if run.curve:
+                ax.plot(*zip(*run.curve, strict=True), marker=".",
+                        color="tab:blue" if start == "pretrained" else "tab:orange",
+                        linestyle="-" if seed == min(s for _, s in runs) else "--",
+                        label=f"from {start}, seed {seed}")
+        first = next(iter(runs.values())).results
+        ax.axhline(empty_answer_f1(first), color="grey", linestyle="--", label="all-empty")
+        ax.set_title(f"fine-tune dev F1: {title}")
+        ax.set_xlabel("update")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
+    p.add_argument("--demo_dir", required=True, help="the demo's output directory")
+    p.add_argument("--seeds", type=int, nargs="+", required=True,
+                   help="the fine-tune seeds (each start ran once per seed)")
+    p.add_argument("--answers", type=int, default=4,
+                   help="how many dev questions (the first of the dev file) both starts answer")
+    p.add_argument("--no_picture", action="store_true", help="do not draw the picture")
+    args = p.parse_args(argv)
+    with flags.user_errors():
+        print_pretraining(args.demo_dir)
+        curves = {}
+        for name, title in (("finetune", "all the training questions"),
+                            ("finetune_tenth", "a tenth of the training questions")):
+            directory = os.path.join(args.demo_dir, name)
+            if not os.path.isdir(directory):
+                continue
+            print()
+            runs = read_fine_tunes(directory, args.seeds)
+            print_comparison(title, runs, args.seeds)
+            curves[title] = runs
+        print()
+        dev = _read_json(os.path.join(args.demo_dir, "squad_data", "dev-v2.0.json"))
+        print_answers(dev, curves["all the training questions"], args.seeds[0], args.answers)
+        if not args.no_picture:
+            path = os.path.join(args.demo_dir, PICTURE)
+            draw(args.demo_dir, curves, path)
+            print(f"picture: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""albert.demo.report: every printed figure is the file's, the verdict follows the spread, a run
+that only learned to abstain is named, and the answers shown are the dev file's first ones."""
+
+import json
+import os
+import re
+
+import pytest
+
+from albert.demo import report
+
+NUMBER = r"([-+]?\d+\.\d+)"
+
+
+def _dev(n=6):
+    qas = []
+    for i in range(n):
+        answerable = i % 3 != 2
+        qas.append({"context": f"Passage {i}. Sofia Novak maintains the zorvan module.",
+                    "qas": [{"id": f"dev-{i:05d}", "question": f"Who looks after thing {i}?",
+                             "answers": [{"text": "Sofia Novak", "answer_start": 12}]
+                             if answerable else [], "is_impossible": not answerable}]})
+    return {"version": "v2.0", "data": [{"title": "t", "paragraphs": qas}]}
+
+
+def _write_run(directory, f1, has_ans=None, curve=((50, 30.0),), answer="Sofia Novak"):
+    os.makedirs(os.path.join(directory, "logs"), exist_ok=True)
+    results = {"f1": f1, "exact": f1 - 1, "total": 300, "HasAns_f1": f1 if has_ans is None
+               else has_ans, "NoAns_total": 93, "HasAns_total": 207}
+    with open(os.path.join(directory, "eval_results.json"), "w") as f:
+        json.dump(results, f)
+    with open(os.path.join(directory, "predictions.json"), "w") as f:
+        json.dump({f"dev-{i:05d}": answer for i in range(6)}, f)
+    with open(os.path.join(directory, "logs", "metrics.jsonl"), "w") as f:
+        for step, value in [*curve, (100, f1)]:
+            f.write(json.dumps({"split": "train", "step": step, "loss": 1.0}) + "\n")
+            f.write(json.dumps({"split": "eval", "step": step, "f1": value}) + "\n")
+
+
+@pytest.fixture
+def demo_dir(tmp_path):
+    pre = tmp_path / "pretraining"
+    (pre / "logs").mkdir(parents=True)
+    with open(pre / "logs" / "metrics.jsonl", "w") as f:
+        for step, acc in ((250, 0.1), (500, 0.2)):
+            f.write(json.dumps({"split": "train", "step": step, "mlm_acc": acc + 0.05,
+                                "sop_acc": 0.7}) + "\n")
+            f.write(json.dumps({"split": "val", "step": step, "mlm_acc": acc,
+                                "sop_acc": 0.65}) + "\n")
+    (pre / "baselines.json").write_text(json.dumps({
+        "train": {"mlm_unigram_acc": 0.08, "pairs": 9000},
+        "validation": {"mlm_unigram_acc": 0.07, "pairs": 1000}}))
+    (pre / "seconds").write_text("123\n")
+    (tmp_path / "squad_data").mkdir()
+    (tmp_path / "squad_data" / "dev-v2.0.json").write_text(json.dumps(_dev()))
+    return tmp_path
+
+
+def _scores(demo_dir, folder, table):
+    for (start, seed), f1 in table.items():
+        _write_run(demo_dir / folder / f"{start}-seed{seed}", f1,
+                   answer="Sofia Novak" if start == "pretrained" else "")
+
+
+def test_every_figure_is_the_files_and_a_gain_beyond_the_spread_is_a_help(demo_dir, capsys):
+    _scores(demo_dir, "finetune", {("pretrained", 1): 60.0, ("pretrained", 2): 58.5,
+                                   ("scratch", 1): 45.25, ("scratch", 2): 47.0})
+    assert report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "2", "--no_picture"]) == 0
+    out = capsys.readouterr().out
+    rows = {int(m[0]): (float(m[1]), float(m[2]), float(m[3]))
+            for m in re.findall(rf"^(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$", out, re.MULTILINE)}
+    assert rows == {1: (60.0, 45.25, 14.75), 2: (58.5, 47.0, 11.5)}
+    mean = re.search(rf"^mean\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+\(seeds' spread {NUMBER} F1\)",
+                     out, re.MULTILINE)
+    assert [float(g) for g in mean.groups()] == [59.25, 46.12, 13.12, 1.75]
+    assert "verdict: pretraining helped: +13.12 F1 on average (worst seed +11.50)" in out
+    assert "all-empty answers 31.00 F1" in out
+    assert "learned nothing" not in out
+    assert "pretraining: 500 steps in 123s" in out
+    assert "held-out 0.2000" in out and "held-out 0.0700" in out
+
+
+@pytest.mark.parametrize("table, verdict", [
+    # A mean gain inside one start's own seed spread is not a help.
+    ({("pretrained", 1): 60.0, ("pretrained", 2): 48.0, ("scratch", 1): 47.0,
+      ("scratch", 2): 46.0}, "verdict: not shown: +7.50 F1 on average is within the seeds' "
+                             "spread of 12.00 F1"),
+    # A seed that lost is never a help, whatever the mean.
+    ({("pretrained", 1): 70.0, ("pretrained", 2): 69.0, ("scratch", 1): 40.0,
+      ("scratch", 2): 69.5}, "verdict: not shown"),
+    ({("pretrained", 1): 40.0, ("pretrained", 2): 41.0, ("scratch", 1): 44.0,
+      ("scratch", 2): 45.0}, "verdict: pretraining did not help here: -4.00 F1"),
+])
+def test_verdict_follows_the_spread(demo_dir, capsys, table, verdict):
+    _scores(demo_dir, "finetune", table)
+    report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "2", "--no_picture"])
+    assert verdict in capsys.readouterr().out
+
+
+def test_a_fine_tune_at_the_all_empty_baseline_is_named(demo_dir, capsys):
+    # 31.00 is the unanswerable share; with no answerable question right, it learned to abstain.
+    _scores(demo_dir, "finetune", {("pretrained", 1): 55.0, ("pretrained", 2): 56.0,
+                                   ("scratch", 1): 31.0, ("scratch", 2): 45.0})
+    _write_run(demo_dir / "finetune" / "scratch-seed1", 31.0, has_ans=0.0)
+    report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "2", "--no_picture"])
+    out = capsys.readouterr().out
+    assert re.search(r"warning: the fine-tune from scratch \(seed 1\) learned nothing", out)
+    assert "from pretrained (seed" not in out
+    assert report.learned_nothing({"f1": 31.0, "total": 300, "NoAns_total": 93,
+                                   "HasAns_f1": 0.0})
+    assert not report.learned_nothing({"f1": 40.0, "total": 300, "NoAns_total": 93,
+                                       "HasAns_f1": 20.0})
+
+
+def test_both_starts_answer_the_dev_files_first_questions(demo_dir, capsys):
+    _scores(demo_dir, "finetune", {("pretrained", 1): 60.0, ("scratch", 1): 45.0})
+    report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "--answers", "3", "--no_picture"])
+    out = capsys.readouterr().out
+    asked = re.findall(r"^question:\s+(.*)$", out, re.MULTILINE)
+    assert asked == [f"Who looks after thing {i}?" for i in range(3)]
+    assert re.findall(r"^expected:\s+(.*)$", out, re.MULTILINE) == [
+        "Sofia Novak", "Sofia Novak", "(no answer)"]
+    assert re.findall(r"^pretrained:\s+(.*)$", out, re.MULTILINE) == ["Sofia Novak"] * 3
+    assert re.findall(r"^scratch:\s+(.*)$", out, re.MULTILINE) == ["(no answer)"] * 3
+    assert "one seed" in out  # one seed shows no spread: no verdict either way
+
+
+def test_the_picture_is_drawn_with_both_label_shares(demo_dir, capsys):
+    table = {("pretrained", 1): 60.0, ("pretrained", 2): 58.0, ("scratch", 1): 45.0,
+             ("scratch", 2): 44.0}
+    _scores(demo_dir, "finetune", table)
+    _scores(demo_dir, "finetune_tenth", {k: v - 10 for k, v in table.items()})
+    report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "2"])
+    out = capsys.readouterr().out
+    assert "=== a tenth of the training questions" in out
+    picture = demo_dir / report.PICTURE
+    assert f"picture: {picture}" in out
+    with open(picture, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_missing_run_is_one_line(demo_dir, capsys):
+    _scores(demo_dir, "finetune", {("pretrained", 1): 60.0})
+    with pytest.raises(SystemExit) as exit_info:
+        report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "--no_picture"])
+    assert exit_info.value.code == 2
+    assert "scratch-seed1" in capsys.readouterr().err
