@@ -369,11 +369,13 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
                                  "labels": None,
                                  "vocabulary_sha256": file_sha256(str(tmp_path / "a.model"))})
     args = argparse.Namespace(checkpoint_path=str(model), max_seq_length=None, doc_stride=None,
-                              max_query_length=None, squad_version=None)
-    apply_task_card(args, str(tmp_path / "a.model"))
+                              max_query_length=None, squad_version=None,
+                              spm_model=str(tmp_path / "a.model"))
+    assert apply_task_card(args) == str(tmp_path / "a.model")
     assert (args.max_seq_length, args.doc_stride, args.squad_version) == (128, 128, "squadv2")
+    args.spm_model = str(tmp_path / "b.model")
     with pytest.raises(FlagError, match="is not the one --checkpoint_path .* was fine-tuned with"):
-        apply_task_card(args, str(tmp_path / "b.model"))
+        apply_task_card(args)
 
 
 @pytest.mark.e2e
@@ -390,3 +392,91 @@ def test_run_squad_predicts_with_the_windows_it_was_fine_tuned_with(finetuned, t
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert (f"--max_seq_length 128 differs from the 96 that --checkpoint_path {out / 'ckpt'} "
             "was fine-tuned with") in bad.stderr
+
+
+# -- issue 34 item 12: the input file, and the card read first ------------------------------------
+
+
+def qa_model_dir(path, sample_vocab, card):
+    """A model directory as far as answer reads it before loading: its card and vocabulary."""
+    import shutil
+
+    from albert.io.task_card import write_task_card
+
+    path.mkdir()
+    shutil.copyfile(sample_vocab, path / "spiece.model")
+    write_task_card(str(path), card)
+    return str(path)
+
+
+def fake_qa_model(monkeypatch):
+    """answer.load_qa_model replaced by logits that pick each window's first context token."""
+    import numpy as np
+
+    from albert import answer
+    from albert.model.config import AlbertConfig
+
+    def load(path):
+        def logits_fn(input_ids, attention_mask, token_type_ids):
+            start = np.where(np.asarray(token_type_ids) == 1, 0.0, -50.0)
+            return start, start.copy()
+
+        return logits_fn, AlbertConfig.from_preset("tiny", vocab_size=2000), None
+
+    monkeypatch.setattr(answer, "load_qa_model", load)
+
+
+SQUAD_CARD = {"task": "squad", "features": {"max_seq_length": 64, "doc_stride": 32,
+                                            "max_query_length": 16, "squad_version": "v1.1"},
+              "labels": None, "vocabulary_sha256": None}
+
+
+def test_item12_a_jsonl_with_a_byte_order_mark_is_read(sample_vocab, tmp_path, capsys,
+                                                       monkeypatch):
+    """What classify accepts, answer accepts: a JSON-lines file an editor saved with a BOM."""
+    from albert import answer
+
+    fake_qa_model(monkeypatch)
+    model = qa_model_dir(tmp_path / "m", sample_vocab, SQUAD_CARD)
+    line = json.dumps({"id": "q1", "question": "who owns it?", "context": "mira owns it."})
+    (tmp_path / "q.jsonl").write_text("\ufeff" + line + "\n", encoding="utf-8")
+    assert answer.main(["--checkpoint_path", model, "--input", str(tmp_path / "q.jsonl"),
+                        "--no_progress"]) == 0
+    (row,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert row["id"] == "q1" and row["answer"]
+
+
+def test_item12_a_directory_given_as_input_is_called_one(sample_vocab, tmp_path, capsys):
+    from albert import answer
+
+    model = qa_model_dir(tmp_path / "m", sample_vocab, SQUAD_CARD)
+    assert answer.main(["--checkpoint_path", model, "--input", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"error: --input {tmp_path} is a directory: give a "
+                                       "JSON-lines file\n")
+
+
+@pytest.mark.parametrize("card, message", [
+    ({"task": "classification", "features": {"max_seq_length": 32}, "labels": ["a", "b"]},
+     "--checkpoint_path {model} was fine-tuned for classification, not question answering"),
+    ({"task": "squad", "features": ["max_seq_length", 64]},
+     '--checkpoint_path {model}: {model}/albert_task.json (of the model {model}): "features" '
+     "must be a JSON object of feature settings, got a list"),
+    ({"task": "squad", "features": {"max_seq_length": "64"}},
+     '"features" "max_seq_length" must be a positive whole number, got the string "64"'),
+])
+def test_item12_item8_the_card_is_read_before_the_model_loads(card, message, sample_vocab,
+                                                               tmp_path, capsys, monkeypatch):
+    """A classifier's export, or a card of the wrong shape: one line, exit 2, before
+    TensorFlow loads the model (15 s, where classify answers in 1 s)."""
+    from albert import answer
+
+    def loaded(path):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(answer, "load_qa_model", loaded)
+    model = qa_model_dir(tmp_path / "m", sample_vocab, card)
+    assert answer.main(["--checkpoint_path", model, "--question", "who?", "--context",
+                        "mira."]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.splitlines()) == 1
+    assert message.format(model=model) in err

@@ -130,9 +130,12 @@ def read_questions(path: str) -> list[dict]:
     """The JSON objects of a JSON-lines file, each checked for non-empty question and context
     strings; blank lines are skipped. Errors name the file and line."""
     if not os.path.isfile(path):
-        raise FlagError(f"--input {path} does not exist")
+        raise FlagError(f"--input {path} "
+                        + ("is a directory: give a JSON-lines file" if os.path.isdir(path)
+                           else "does not exist"))
     records = []
-    with open(path, encoding="utf-8") as f:
+    # utf-8-sig: a byte-order mark (what some editors write first) is not part of line 1.
+    with open(path, encoding="utf-8-sig") as f:
         try:
             lines = list(f)
         except UnicodeDecodeError as e:
@@ -215,10 +218,11 @@ def load_qa_model(path: str):
     return logits_fn, model.config, vocabulary_file(path)
 
 
-def apply_task_card(args, spm_model: str) -> None:
+def apply_task_card(args) -> str:
     """Windows, SQuAD version and vocabulary as the model was fine-tuned (its task card): a flag
     left out takes the model's setting, a flag that differs is an error (other windows than
-    training's give other answers). Inference knobs (batch size, n-best, thresholds) are free."""
+    training's give other answers). Inference knobs (batch size, n-best, thresholds) are free.
+    Returns the vocabulary: --spm_model, else the one that comes with the model."""
     model = args.checkpoint_path
     card = read_card(model) or {}
     if card.get("task") not in (None, "squad"):
@@ -235,11 +239,16 @@ def apply_task_card(args, spm_model: str) -> None:
                         f" data --checkpoint_path {model} was fine-tuned on: drop "
                         "--squad_version")
     args.squad_version = args.squad_version or trained_version or "squadv2"
+    spm_model = args.spm_model or vocabulary_file(model)
+    if not spm_model:
+        raise FlagError(f"no vocabulary comes with --checkpoint_path {model} (spiece.model or "
+                        "30k-clean.model); pass --spm_model")
     check_vocabulary_content(card, spm_model, model)
     if card:
         logger.info("windows as fine-tuned: --max_seq_length %d --doc_stride %d "
                     "--max_query_length %d, %s", args.max_seq_length, args.doc_stride,
                     args.max_query_length, args.squad_version)
+    return spm_model
 
 
 # -- answering ----------------------------------------------------------------------------------
@@ -287,21 +296,18 @@ def answer_all(records: list[dict], logits_fn, tokenizer, args) -> list[dict]:
     return out
 
 
-def prepare(args) -> list[dict]:
-    """The questions to answer, after every check that needs no TensorFlow."""
+def prepare(args) -> tuple[list[dict], str]:
+    """(the questions to answer, the vocabulary) after every check that needs no TensorFlow:
+    the flags, the model's task card (a classifier is refused in a second, not after the model
+    has loaded), the questions."""
     check_args(args)
-    if args.input is None:
-        return [{"question": args.question, "context": args.context}]
-    return read_questions(args.input)
+    records = ([{"question": args.question, "context": args.context}] if args.input is None
+               else read_questions(args.input))
+    return records, apply_task_card(args)
 
 
-def run(args, records: list[dict]) -> int:
-    logits_fn, config, vocabulary = load_qa_model(args.checkpoint_path)
-    spm_model = args.spm_model or vocabulary
-    if not spm_model:
-        raise FlagError(f"no vocabulary comes with --checkpoint_path {args.checkpoint_path} "
-                        "(spiece.model or 30k-clean.model); pass --spm_model")
-    apply_task_card(args, spm_model)
+def run(args, records: list[dict], spm_model: str) -> int:
+    logits_fn, config, _ = load_qa_model(args.checkpoint_path)
     check_fits(config, args.max_seq_length)
     tokenizer = load_tokenizer(spm_model)
     check_vocabulary(config, len(tokenizer), spm_model)
@@ -334,7 +340,8 @@ def run(args, records: list[dict]) -> int:
 
 
 def main(argv=None) -> int:
-    return run_main(parse_args, run, argv, prepare=prepare)
+    return run_main(parse_args, lambda args, prepared: run(args, *prepared), argv,
+                    prepare=prepare)
 
 
 if __name__ == "__main__":
