@@ -11,3 +11,8 @@ quote() {
     done
     echo "${out[*]}"
 }
+
+# horovodrun checks its build by importing horovod.tensorflow in subprocesses, each of which
+# prints TensorFlow's start-up INFO lines, so they read as one set per rank (issue 34 item 12).
+# Level 1 drops INFO only: warnings and errors still show. A caller's own setting wins.
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-1}

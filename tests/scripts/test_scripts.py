@@ -43,6 +43,22 @@ def value(argv, flag):
     return argv[argv.index(flag) + 1]
 
 
+def test_item12_launch_scripts_quiet_tensorflows_start_up_lines_under_horovodrun():
+    """horovodrun's build checks import TensorFlow in subprocesses that print its INFO start-up
+    lines, one set per check: the launch scripts' shared helpers drop INFO (warnings and errors
+    stay), and a level the caller set is kept."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    lib = os.path.join(REPO_ROOT, "scripts", "lib.sh")
+    show = f'source "{lib}"; echo "$TF_CPP_MIN_LOG_LEVEL"'
+    assert subprocess.run(["bash", "-c", show], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip() == "1"
+    assert subprocess.run(["bash", "-c", show], env={**env, "TF_CPP_MIN_LOG_LEVEL": "0"},
+                          capture_output=True, text=True, check=True).stdout.strip() == "0"
+    for name in ("pretrain_one_box.sh", "pretrain_multi_host.sh", "pretrain_two_phase.sh"):
+        with open(os.path.join(REPO_ROOT, "scripts", name), encoding="utf-8") as f:
+            assert 'source "$ROOT/scripts/lib.sh"' in f.read(), name
+
+
 @pytest.mark.e2e
 def test_one_box_script_plans_32_x_16_x_8():
     out = run_script("pretrain_one_box.sh", {"PLAN_ONLY": "1", "GPUS": "8", "DATA": "/fsx/data",
