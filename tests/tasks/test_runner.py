@@ -193,3 +193,20 @@ class _EvaluatedOnly(_Scored):
 
     def evaluations(self, model, trainer, dist):
         return [Evaluation("eval", 0, lambda xla, step: {"accuracy": 0.5})]
+
+
+def test_a_fine_tune_that_ended_at_its_baseline_says_so_and_why(tmp_path, sample_vocab):
+    """Issue 33 item 4: two equal numbers (final accuracy, majority class) are not left for the
+    reader to compare: the summary says the model learned nothing and names the likely causes."""
+    from albert.tasks.classification import ClassifierTask
+
+    task = ClassifierTask(classifier_spec(tmp_path, sample_vocab, "--learning_rate", "2e-5"))
+    task.examples = {"train": [types.SimpleNamespace(label="no")] * 3,
+                     "eval": [types.SimpleNamespace(label=x) for x in ["no"] * 75 + ["yes"] * 25]}
+    flat = runner.summary(task, "done", 120, 60, {"eval": {"accuracy": 0.75}}, None)
+    assert "baseline majority class (no): accuracy 0.7500" in flat
+    assert ("WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
+            "--learning_rate 2e-05 too low for this model's size") in flat
+    assert "too few updates (120)" in flat
+    learned = runner.summary(task, "done", 120, 60, {"eval": {"accuracy": 0.93}}, None)
+    assert "learned nothing" not in learned

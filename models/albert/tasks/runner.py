@@ -20,6 +20,7 @@ from albert.errors import FlagError
 from albert.io.pretrained import load_pretrained, save_pretrained
 from albert.io.savedmodel import export_after_run
 from albert.io.task_card import TASK_FILE, read_task_card, task_card
+from albert.tasks import learned_nothing_warning
 from albert.train import distributed
 from albert.train.memory import choose_auto_batch, memory_plan_of, plan_only_lines
 from albert.train.run_dir import (
@@ -464,6 +465,8 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
     baseline = task.baseline(final)
     if baseline:
         parts.append(f"baseline {baseline}")
+    if spec.trains and task.learned_nothing(final):
+        parts.append(learned_nothing_warning(spec, step))
     if spec.trains:
         parts.append(f"model in {os.path.join(spec.outputs.checkpoint_dir, 'final')}")
     if best and best["model"] == "best":
