@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # What pretraining buys, on bundled data, on a CPU:
 #   English text (CPython's help topics, plus a generated registry of facts about software
-#   projects, each said in two of three synonymous wordings) -> SentencePiece vocabulary ->
-#   pretraining TFRecords -> pretrain a tiny ALBERT (MLM + sentence order) -> a SQuAD v2.0-format
-#   question set in the registry's language over help-topic passages, whose dev questions use
-#   wordings its training questions never do (albert.demo.facts) -> fine-tune twice with the same
-#   flags and seed, from the pretrained model and from scratch -> both official dev scores, the
-#   difference and a verdict.
+#   projects, each fact said twice in two of three synonymous wordings) -> SentencePiece
+#   vocabulary -> pretraining TFRecords -> pretrain a tiny ALBERT (MLM + sentence order) -> a SQuAD
+#   v2.0-format question set in the registry's language over help-topic passages, whose dev
+#   questions use wordings its training questions never do (albert.demo.facts) -> fine-tune from
+#   the pretrained model and from scratch with the same flags, two seeds each, on all the training
+#   questions and on a tenth of them -> albert.demo.report: both starts' official dev scores per
+#   seed, the mean difference against the seeds' spread and a verdict, both starts' answers to the
+#   same dev questions, and a picture (demo_output/pretraining_pays.png).
 # Everything lands in demo_output/ (DEMO_DIR=... to change); re-running starts from scratch.
-#   DEMO_SEED=N     seed of the pretraining and of both fine-tunes (default 1); the question set
-#                   is the same for every seed
-#   DEMO_QUICK=1    a few steps of everything: checks the pipeline in about a minute, far too
-#                   short for pretraining to help
+#   DEMO_SEED=N     seed of the pretraining and of the first fine-tune of each start; the second
+#                   uses N+1 (default 1); the question set is the same for every seed
+#   DEMO_QUICK=1    a few steps of everything: checks the pipeline, far too short for pretraining
+#                   to help
 #   PRETRAIN_STEPS, FINETUNE_EPOCHS override the budget.
 # TensorBoard: tensorboard --logdir demo_output (pretraining curves against their baselines,
-# the two fine-tunes overlaid).
+# the fine-tunes overlaid).
 set -euo pipefail
 # A relative DEMO_DIR is the caller's; the default, demo_output/, is in the checkout.
 case ${DEMO_DIR:-} in ""|/*) ;; *) DEMO_DIR=$PWD/$DEMO_DIR ;; esac
@@ -23,22 +25,30 @@ bash scripts/setup.sh
 PY=.venv/bin/python
 OUT=${DEMO_DIR:-demo_output}
 SEED=${DEMO_SEED:-1}
+# Each start is fine-tuned with two seeds (DEMO_SEED and the next): the verdict weighs the
+# difference against how far one start's seeds land apart.
+SEEDS=("$SEED" "$((SEED + 1))")
 # Pretraining on 64-token sequences: twice the steps of 128 in the same time, and more steps is
 # what moved MLM and SOP accuracy.
 SEQ=64
 PREDICTIONS=10
 QA_SEQ=192
+# One rate for both starts, the demo's rate before the starts were compared (not tuned on the
+# comparison). At 2e-4 instead (seed 1): pretrained 41.77, scratch 35.95 F1; at 5e-4 42.74 and
+# 34.60.
+FINETUNE_LR=5e-4
 if [ "${DEMO_QUICK:-0}" = 1 ]; then
     PRETRAIN_STEPS=${PRETRAIN_STEPS:-30}; WARMUP=3; VALIDATE=15; LOG=10; DUPES=2
-    TRAIN_QUESTIONS=160; DEV_QUESTIONS=40; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-1}
+    TRAIN_QUESTIONS=160; DEV_QUESTIONS=40; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-1}; EVAL_EVERY=5
+    # The pipeline only: eight compilations of the fine-tune step would be most of its minute.
+    FINETUNE_XLA=off
 else
     PRETRAIN_STEPS=${PRETRAIN_STEPS:-1000}; WARMUP=100; VALIDATE=250; LOG=50; DUPES=5
-    TRAIN_QUESTIONS=3000; DEV_QUESTIONS=300; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-2}
+    # 1,000 questions, not 3,000: where labels are fewer a pretrained start matters more, and
+    # eight fine-tunes fit the demo's minutes.
+    TRAIN_QUESTIONS=1000; DEV_QUESTIONS=300; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-3}; EVAL_EVERY=50
+    FINETUNE_XLA=on
 fi
-# --xla off|on below, never auto: auto decides by timing a matmul at start, so on a busy machine
-# the same seed could compile one run and not the next and give other numbers. Pretraining runs
-# uncompiled (as fast here, and reproducible); the fine-tunes compiled, because uncompiled their
-# multi-threaded CPU kernels sum in varying order and the same seed drifts after ~70 updates.
 export TF_CPP_MIN_LOG_LEVEL=2
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -103,82 +113,59 @@ PY
 step "5/7 a SQuAD v2.0-format question set: paraphrased questions, distractors, a third unanswerable"
 # Fine-tuning questions and passages use two of each relation's three wordings. Each dev question
 # uses the third and its passage the other two, or the other way round: only the pretraining text
-# says the third wording means what the others do.
+# says the third wording means what the others do. A tenth of the training questions (the first
+# ones: the same generator draws them first) is the few-labels comparison.
 $PY -m albert.demo.squad_sample --output_dir "$OUT/squad_data" --style paraphrase \
     --train_questions "$TRAIN_QUESTIONS" --dev_questions "$DEV_QUESTIONS"
+$PY -m albert.demo.squad_sample --output_dir "$OUT/squad_tenth" --style paraphrase \
+    --train_questions "$(( TRAIN_QUESTIONS / 10 ))" --dev_questions "$DEV_QUESTIONS"
 
-# Both fine-tunes run with exactly these flags; only the starting weights differ.
+# Every fine-tune runs with exactly these flags; only the starting weights, the seed and (for the
+# tenth) the training file and its epochs differ, and each pair of starts shares those.
 finetune() {
-    local name=$1; shift
-    $PY -m albert.run_squad "$@" \
-        --train_file "$OUT/squad_data/train-v2.0.json" \
-        --predict_file "$OUT/squad_data/dev-v2.0.json" \
-        --max_seq_length "$QA_SEQ" --per_gpu_batch_size 16 --learning_rate 5e-4 \
-        --num_train_epochs "$FINETUNE_EPOCHS" --seed "$SEED" --log_frequency "$LOG" --no_progress \
-        --xla on \
-        --output_dir "$OUT/$name" --cache_dir "$OUT/$name/cache" \
-        --checkpoint_dir "$OUT/$name/checkpoints" --log_dir "$OUT/$name/logs"
+    local dir=$1 start=$2 seed=$3 train=$4 epochs=$5; shift 5
+    local from=(--load_from scratch --model_config "$OUT/pretraining/checkpoints/final/config.json"
+                --spm_model "$OUT/vocab/spiece.model")
+    [ "$start" = pretrained ] && from=(--load_from pretrained
+                                       --checkpoint_path "$OUT/pretraining/checkpoints/final")
+    local run="$OUT/$dir/$start-seed$seed"
+    echo "--- from $start, seed $seed ($(basename "$dir"))"
+    $PY -m albert.run_squad "${from[@]}" "$@" \
+        --train_file "$train" --predict_file "$OUT/squad_data/dev-v2.0.json" \
+        --max_seq_length "$QA_SEQ" --per_gpu_batch_size 16 --learning_rate "$FINETUNE_LR" \
+        --num_train_epochs "$epochs" --eval_frequency "$EVAL_EVERY" --seed "$seed" \
+        --log_frequency "$LOG" --no_progress --xla "$FINETUNE_XLA" \
+        --output_dir "$run" --cache_dir "$run/cache" \
+        --checkpoint_dir "$run/checkpoints" --log_dir "$run/logs" > "$run.log" 2>&1 \
+        || { tail -20 "$run.log"; exit 1; }
+    grep '^summary:' "$run.log" || true
 }
 
-step "6/7 fine-tune from the pretrained model"
-finetune squad_pretrained --load_from pretrained \
-    --checkpoint_path "$OUT/pretraining/checkpoints/final" --export_dir "$OUT/squad_pretrained/serving/1"
+step "6/7 fine-tune on all $TRAIN_QUESTIONS training questions, from the pretrained model and from scratch (seeds ${SEEDS[*]})"
+mkdir -p "$OUT/finetune" "$OUT/finetune_tenth"
+for seed in "${SEEDS[@]}"; do
+    export_flag=()
+    [ "$seed" = "${SEEDS[0]}" ] && export_flag=(--export_dir "$OUT/finetune/pretrained-seed$seed/serving/1")
+    finetune finetune pretrained "$seed" "$OUT/squad_data/train-v2.0.json" "$FINETUNE_EPOCHS" \
+        ${export_flag[@]+"${export_flag[@]}"}
+    finetune finetune scratch "$seed" "$OUT/squad_data/train-v2.0.json" "$FINETUNE_EPOCHS"
+done
 
-step "7/7 fine-tune from scratch: same vocabulary, config, flags and seed"
-finetune squad_scratch --load_from scratch \
-    --model_config "$OUT/pretraining/checkpoints/final/config.json" \
-    --spm_model "$OUT/vocab/spiece.model"
+step "7/7 the same with a tenth of the labels ($(( TRAIN_QUESTIONS / 10 )) questions, as many updates)"
+for seed in "${SEEDS[@]}"; do
+    for start in pretrained scratch; do
+        finetune finetune_tenth "$start" "$seed" "$OUT/squad_tenth/train-v2.0.json" \
+            "$(( FINETUNE_EPOCHS * 10 ))"
+    done
+done
 
 echo
-echo "=== pretrained vs from scratch (seed $SEED; $(( $(date +%s) - started ))s, setup excluded) ==="
-$PY - "$OUT" "$PRETRAIN_STEPS" <<'PY'
-import json, math, sys
-out, steps = sys.argv[1], int(sys.argv[2])
-load = lambda path: json.load(open(f"{out}/{path}"))
-records = [json.loads(line) for line in open(f"{out}/pretraining/logs/metrics.jsonl")]
-train = [r for r in records if r["split"] == "train"][-1]
-val = [r for r in records if r["split"] == "val"][-1]
-base = load("pretraining/baselines.json")
-seconds = int(open(f"{out}/pretraining/seconds").read())
-pre, scratch = load("squad_pretrained/eval_results.json"), load("squad_scratch/eval_results.json")
-# Two standard errors of a coin's accuracy on the held-out pairs: below that, SOP learned nothing
-# this run can show.
-noise = 2 * math.sqrt(0.25 / base["validation"]["pairs"])
-print(f"pretraining: {steps} steps in {seconds}s; held-out = documents it never trained on "
-      f"(step {val['step']})")
-print(f"MLM accuracy  train {train['mlm_acc']:.4f}  held-out {val['mlm_acc']:.4f}  "
-      f"(always the most frequent masked token: train {base['train']['mlm_unigram_acc']:.4f}  "
-      f"held-out {base['validation']['mlm_unigram_acc']:.4f})")
-print(f"SOP accuracy  train {train['sop_acc']:.4f}  held-out {val['sop_acc']:.4f}  "
-      f"(a coin: 0.5; +-{noise:.4f} is noise on {base['validation']['pairs']} held-out pairs)")
-mlm_learned = val["mlm_acc"] >= 2 * base["validation"]["mlm_unigram_acc"]
-sop_learned = val["sop_acc"] > 0.5 + noise
-print("  MLM: " + ("well above its baseline on unseen text" if mlm_learned else
-                   "NOT clearly above its baseline: the pretraining learned little"))
-print("  SOP: " + ("above chance on unseen text" if sop_learned else
-                   "NOT above chance on unseen text" + (
-                       f" (train {train['sop_acc']:.2f}: it learned the training pairs' order, "
-                       "not yet a rule)" if train["sop_acc"] > 0.6 else "")))
-print(f"{pre['total']} dev questions, official SQuAD v2.0 scoring; both fine-tunes with the same "
-      "flags, seed and steps:")
-for name, r in (("pretrained", pre), ("scratch", scratch)):
-    print(f"dev F1 from {name:<10} {r['f1']:6.2f}  (EM {r['exact']:.2f}; answerable F1 "
-          f"{r['HasAns_f1']:.2f}, unanswerable {r['NoAns_f1']:.2f})")
-gain = pre["f1"] - scratch["f1"]
-print(f"difference    {gain:+.2f} F1")
-print(f"all-empty answers  {100 * pre.get('NoAns_total', 0) / pre['total']:.2f} F1")
-if gain >= 5:
-    print(f"verdict: pretraining helped: {gain:+.2f} F1 over the same fine-tune from scratch")
-elif gain > 0:
-    print(f"verdict: pretraining helped only a little: {gain:+.2f} F1, short of the 5 points "
-          "this demo aims for")
-else:
-    print(f"verdict: pretraining did not help here: {gain:+.2f} F1 against the same fine-tune "
-          "from scratch")
-PY
+echo "=== pretrained vs from scratch ($(( $(date +%s) - started ))s, setup excluded) ==="
+$PY -m albert.demo.report --demo_dir "$OUT" --seeds "${SEEDS[@]}"
 
 echo
 echo "=== ask the fine-tuned model (a SavedModel) one dev question with albert.answer ==="
+SERVING="$OUT/finetune/pretrained-seed${SEEDS[0]}/serving/1"
 $PY - "$OUT" > "$OUT/one_question.jsonl" <<'PY'
 import json, sys
 data = json.load(open(f"{sys.argv[1]}/squad_data/dev-v2.0.json"))
@@ -187,7 +174,7 @@ qa = paragraph["qas"][0]
 print(json.dumps({"id": qa["id"], "question": qa["question"], "context": paragraph["context"],
                   "expected": " / ".join(a["text"] for a in qa["answers"])}))
 PY
-$PY -m albert.answer --checkpoint_path "$OUT/squad_pretrained/serving/1" --max_seq_length "$QA_SEQ" \
+$PY -m albert.answer --checkpoint_path "$SERVING" --max_seq_length "$QA_SEQ" \
     --no_progress \
     --input "$OUT/one_question.jsonl" --output "$OUT/one_answer.jsonl"
 $PY - "$OUT" <<'PY'
@@ -198,8 +185,9 @@ print(f"passage:  {a['context']}\nquestion: {a['question']}\n"
       f"{a['expected']})")
 PY
 cat <<MSG
-serving:      $OUT/squad_pretrained/serving/1 (SavedModel; python -m albert.answer --checkpoint_path ... --question ... --context ...)
-checkpoints:  $OUT/pretraining/checkpoints (Hugging Face export in .../final), $OUT/squad_pretrained/checkpoints, $OUT/squad_scratch/checkpoints
-predictions:  $OUT/squad_pretrained/predictions.json, $OUT/squad_scratch/predictions.json
-TensorBoard:  .venv/bin/tensorboard --logdir $(printf '%q' "$OUT")   (pretraining/logs against pretraining/baselines; squad_pretrained/logs against squad_scratch/logs)
+serving:      $SERVING (SavedModel; python -m albert.answer --checkpoint_path ... --question ... --context ...)
+checkpoints:  $OUT/pretraining/checkpoints (Hugging Face export in .../final), $OUT/finetune/<start>-seed<N>/checkpoints
+predictions:  $OUT/finetune/<start>-seed<N>/predictions.json (and finetune_tenth/)
+picture:      $OUT/pretraining_pays.png
+TensorBoard:  .venv/bin/tensorboard --logdir $(printf '%q' "$OUT")   (pretraining/logs against pretraining/baselines; the fine-tunes overlaid)
 MSG

@@ -125,7 +125,8 @@ def test_answers_need_the_relation_and_unanswerables_lack_only_the_asked_fact(pa
 
 
 def test_registry_says_every_fact_twice_in_two_wordings_and_uses_every_wording(tmp_path):
-    # Its documents open with a line naming the project, then state each fact twice.
+    # Its documents open with a line naming the project, then state each fact twice, the
+    # restatement right after the fact.
     documents = facts.registry_documents(300, seed=0)
     text = " ".join(s for d in documents for s in d)
     for relation in facts.RELATIONS:
@@ -138,6 +139,8 @@ def test_registry_says_every_fact_twice_in_two_wordings_and_uses_every_wording(t
             by_person.setdefault(person, []).append(sentence)
         for said in by_person.values():
             assert len(said) == 2
+            assert said[1].startswith("In other words, ")
+            assert document.index(said[1]) == document.index(said[0]) + 1, document
             wordings = [next(i for r in facts.RELATIONS for i, w in enumerate(r.wordings)
                              if uses(s, set(vars(w).values()))) for s in said]
             assert wordings[0] != wordings[1], said

@@ -1,10 +1,11 @@
 """scripts/demo.sh end to end (reduced).
 
-The demo's point is one printed comparison: pretrained against scratch, with the pretraining's
-MLM/SOP accuracy against their baselines. A summary that read the wrong file, swapped the two runs,
-or rounded the difference from other numbers would still look fine on screen, so the end-to-end test
-checks every printed figure against the files the runs wrote and rescores both prediction files
-with the official scorer.
+The demo's point is one printed comparison: pretrained against scratch on two seeds each, with all
+the training questions and with a tenth of them, beside the pretraining's MLM/SOP accuracy against
+their baselines. A summary that read the wrong file, swapped the runs, or rounded the difference
+from other numbers would still look fine on screen, so the end-to-end test checks every printed
+figure against the files the runs wrote and rescores every prediction file with the official
+scorer.
 """
 
 import collections
@@ -57,11 +58,24 @@ def quick_demo(tmp_path_factory):
     return proc.stdout, str(out)
 
 
+SEEDS = (3, 4)  # DEMO_SEED=3 and the next
+FOLDERS = ("finetune", "finetune_tenth")
+
+
 def test_quick_demo_prints_the_comparison(quick_demo):
-    stdout, _ = quick_demo
+    stdout, out = quick_demo
     for line in ("=== pretrained vs from scratch", "MLM accuracy", "SOP accuracy",
-                 "dev F1 from pretrained", "dev F1 from scratch", "difference", "verdict:"):
+                 "=== all the training questions", "=== a tenth of the training questions",
+                 "verdict:", "=== the first 4 dev questions", f"picture: {out}"):
         assert line in stdout, f"missing {line!r} in the demo's output"
+    with open(os.path.join(out, "pretraining_pays.png"), "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _section(stdout: str, title: str) -> str:
+    start = stdout.index(f"=== {title}")
+    end = stdout.find("\n=== ", start + 1)
+    return stdout[start:end if end > 0 else None]
 
 
 def test_quick_demo_fine_tunes_agree_with_what_they_wrote(quick_demo):
@@ -69,31 +83,58 @@ def test_quick_demo_fine_tunes_agree_with_what_they_wrote(quick_demo):
     dev_path = os.path.join(out, "squad_data", "dev-v2.0.json")
     with open(dev_path, encoding="utf-8") as f:
         dev = json.load(f)
-    scores = {}
-    for name in ("pretrained", "scratch"):
-        with open(os.path.join(out, f"squad_{name}", "eval_results.json"), encoding="utf-8") as f:
-            written = json.load(f)
-        # Rescore the run's own predictions: the printed figure is the official score of what
-        # this run predicted on this dev file, not a number carried over from somewhere else.
-        with open(os.path.join(out, f"squad_{name}", "predictions.json"), encoding="utf-8") as f:
-            rescored = evaluate(dev, json.load(f))
-        assert rescored["f1"] == pytest.approx(written["f1"], abs=1e-6)
-        assert rescored["total"] == sum(1 for _ in _questions(dev))
-        f1, exact = _number(rf"^dev F1 from {name}\s+{NUMBER}\s+\(EM {NUMBER}", stdout)
-        assert f1 == pytest.approx(written["f1"], abs=0.006)
-        assert exact == pytest.approx(written["exact"], abs=0.006)
-        scores[name] = written["f1"]
-    (gain,) = _number(rf"^difference\s+{NUMBER} F1", stdout)
-    assert gain == pytest.approx(scores["pretrained"] - scores["scratch"], abs=0.011)
-    verdict = re.search(r"^verdict: (.*)$", stdout, re.MULTILINE).group(1)
-    if scores["pretrained"] - scores["scratch"] >= 5:
-        assert verdict.startswith("pretraining helped:")
-    else:
-        assert verdict.startswith("pretraining did not") or "short of" in verdict
-    # The all-empty baseline is the dev set's unanswerable share.
-    (empty,) = _number(rf"all-empty answers\s+{NUMBER}", stdout)
-    impossible = sum(qa["is_impossible"] for _, _, qa in _questions(dev))
-    assert empty == pytest.approx(100 * impossible / len(list(_questions(dev))), abs=0.006)
+    for folder, title in zip(FOLDERS, ("all the training questions",
+                                       "a tenth of the training questions"), strict=True):
+        section = _section(stdout, title)
+        scores = {}
+        for start in ("pretrained", "scratch"):
+            for seed in SEEDS:
+                run = os.path.join(out, folder, f"{start}-seed{seed}")
+                with open(os.path.join(run, "eval_results.json"), encoding="utf-8") as f:
+                    written = json.load(f)
+                # Rescore the run's own predictions: the printed figure is the official score of
+                # what this run predicted on this dev file, not a number carried over.
+                with open(os.path.join(run, "predictions.json"), encoding="utf-8") as f:
+                    rescored = evaluate(dev, json.load(f))
+                assert rescored["f1"] == pytest.approx(written["f1"], abs=1e-6)
+                assert rescored["total"] == sum(1 for _ in _questions(dev))
+                scores[start, seed] = written["f1"]
+        for seed in SEEDS:
+            row = _number(rf"^{seed}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$", section)
+            assert row == pytest.approx([scores["pretrained", seed], scores["scratch", seed],
+                                         scores["pretrained", seed] - scores["scratch", seed]],
+                                        abs=0.011)
+        pretrained = [scores["pretrained", s] for s in SEEDS]
+        scratch = [scores["scratch", s] for s in SEEDS]
+        gain = sum(pretrained) / 2 - sum(scratch) / 2
+        spread = max(max(pretrained) - min(pretrained), max(scratch) - min(scratch))
+        (printed_gain, printed_spread) = _number(
+            rf"^mean\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+\(seeds' spread {NUMBER} F1\)",
+            section)[2:]
+        assert printed_gain == pytest.approx(gain, abs=0.011)
+        assert printed_spread == pytest.approx(spread, abs=0.006)
+        verdict = re.search(r"^verdict: (.*)$", section, re.MULTILINE).group(1)
+        worst = min(p - s for p, s in zip(pretrained, scratch, strict=True))
+        assert verdict.startswith("pretraining helped") == (gain > spread and worst > 0)
+        # The all-empty baseline is the dev set's unanswerable share.
+        (empty,) = _number(rf"all-empty answers\s+{NUMBER}", section)
+        impossible = sum(qa["is_impossible"] for _, _, qa in _questions(dev))
+        assert empty == pytest.approx(100 * impossible / len(list(_questions(dev))), abs=0.006)
+
+
+def test_quick_demo_answers_shown_are_the_runs_predictions(quick_demo):
+    stdout, out = quick_demo
+    with open(os.path.join(out, "squad_data", "dev-v2.0.json"), encoding="utf-8") as f:
+        first = list(_questions(json.load(f)))[:4]
+    section = _section(stdout, "the first 4 dev questions")
+    assert re.findall(r"^question:\s+(.*)$", section, re.MULTILINE) == [
+        qa["question"] for _, _, qa in first]
+    for start in ("pretrained", "scratch"):
+        path = os.path.join(out, "finetune", f"{start}-seed{SEEDS[0]}", "predictions.json")
+        with open(path, encoding="utf-8") as f:
+            predictions = json.load(f)
+        assert re.findall(rf"^{start}:\s+(.*)$", section, re.MULTILINE) == [
+            predictions[qa["id"]] or "(no answer)" for _, _, qa in first]
 
 
 def test_quick_demo_pretraining_figures_agree_with_its_logs(quick_demo):
@@ -124,27 +165,30 @@ def test_quick_demo_pretraining_figures_agree_with_its_logs(quick_demo):
 
 
 def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
-    """The two fine-tunes differ only in their starting weights: one loaded the pretraining's
+    """Each pair of fine-tunes differs only in its starting weights: one loaded the pretraining's
     final checkpoint, the other nothing, and both ran the same number of updates."""
     _, out = quick_demo
-    records = {}
-    for name in ("pretrained", "scratch"):
-        with open(os.path.join(out, f"squad_{name}", "checkpoints", "run.json"),
-                  encoding="utf-8") as f:
-            records[name] = json.load(f)
-        assert records[name]["finished"]
     final = os.path.join(out, "pretraining", "checkpoints", "final")
-    assert records["pretrained"]["started_from"]["load_from"] == "pretrained"
-    assert os.path.samefile(records["pretrained"]["started_from"]["checkpoint_path"], final)
-    assert records["scratch"]["started_from"]["load_from"] == "scratch"
-    assert records["scratch"]["started_from"]["checkpoint_path"] is None
-    for key in ("total_steps", "batch_plan"):
-        assert records["pretrained"][key] == records["scratch"][key]
-    # Their whole specs differ only in where they started: same data, vocabulary, features,
-    # optimizer, schedule, seed and model configuration.
-    pretrained, scratch = records["pretrained"]["spec"], records["scratch"]["spec"]
-    assert [k for k in pretrained if pretrained[k] != scratch[k]] == ["started_from"]
-    assert set(pretrained) == set(scratch)
+    for folder in FOLDERS:
+        for seed in SEEDS:
+            records = {}
+            for start in ("pretrained", "scratch"):
+                path = os.path.join(out, folder, f"{start}-seed{seed}", "checkpoints", "run.json")
+                with open(path, encoding="utf-8") as f:
+                    records[start] = json.load(f)
+                assert records[start]["finished"]
+            started = records["pretrained"]["started_from"]
+            assert started["load_from"] == "pretrained"
+            assert os.path.samefile(started["checkpoint_path"], final)
+            assert records["scratch"]["started_from"]["load_from"] == "scratch"
+            assert records["scratch"]["started_from"]["checkpoint_path"] is None
+            for key in ("total_steps", "batch_plan"):
+                assert records["pretrained"][key] == records["scratch"][key]
+            # Their whole specs differ only in where they started: same data, vocabulary,
+            # features, optimizer, schedule, seed and model configuration.
+            pretrained, scratch = records["pretrained"]["spec"], records["scratch"]["spec"]
+            assert [k for k in pretrained if pretrained[k] != scratch[k]] == ["started_from"]
+            assert set(pretrained) == set(scratch)
 
 
 def test_quick_demo_pretrains_on_the_registry_and_asks_across_held_out_wordings(quick_demo):

@@ -123,28 +123,27 @@ def question(project: str, relation: Relation, wording: int, form: str) -> str:
 
 
 def registry_documents(n_documents: int = 1500, seed: int = 0) -> list[list[str]]:
-    """Unlabelled text in this language: one document per project, an opening line, its facts
-    (two or three relations, a person each), then each fact again in another wording after "In
-    other words," in another order (random forms). Saying who does what a second time, among
-    the project's other facts, is the text from which a model can learn that "custodian" and
-    "maintainer" mean one thing; the fixed layout gives sentence order something to learn.
+    """Unlabelled text in this language: one document per project, an opening line, then its
+    facts (two or three relations, a person each), each followed at once by the same fact in
+    another wording after "In other words," (random forms). A restatement right beside what it
+    restates is the text from which a small model learns, within the demo's budget, that
+    "custodian" and "maintainer" mean one thing: predicting a masked "takes care of" needs the
+    "maintainer" one sentence before. (Restated after all the facts, in another order, the pair
+    was often split across the 64-token windows, and 1,000 updates learned no synonym.)
     Every wording appears; the facts are random draws, not the question set's."""
     rng = random.Random(seed)
     documents = []
     for _ in range(n_documents):
         project = random_project(rng)
-        said, people = [], set()
+        people = set()
+        sentences = [f"{_capital(project)} is one of the projects in this registry."]
         for relation in rng.sample(RELATIONS, rng.randint(2, 3)):
             fact = random_fact(rng, project, relation)
             while fact.person in people:  # one person per fact: each name marks its fact
                 fact = random_fact(rng, project, relation)
             people.add(fact.person)
-            said.append((fact, *rng.sample(range(len(relation.wordings)), 2)))
-        sentences = [f"{_capital(project)} is one of the projects in this registry."]
-        sentences += [statement(fact, first, rng.choice(STATEMENT_FORMS), rng)
-                      for fact, first, _ in said]
-        rng.shuffle(said)
-        for fact, _, again in said:
+            first, again = rng.sample(range(len(relation.wordings)), 2)
+            sentences.append(statement(fact, first, rng.choice(STATEMENT_FORMS), rng))
             restated = statement(fact, again, rng.choice(STATEMENT_FORMS), rng)
             if not restated.startswith(fact.person):
                 restated = restated[0].lower() + restated[1:]
