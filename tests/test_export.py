@@ -398,6 +398,22 @@ def test_item6_export_to_a_symlinked_version_writes_where_the_link_points(sample
     assert os.listdir(tmp_path / "elsewhere") == ["1"]
 
 
+def _renames_fail_busy(monkeypatch, fs, mount):
+    """Every rename into or out of `mount`, and the exchange, fail as on a mount point (EBUSY)."""
+    rename = os.rename
+
+    def busy(src, dst):
+        if str(mount) in (os.fspath(src), os.fspath(dst)):
+            raise OSError(16, "Device or resource busy", os.fspath(dst))
+        rename(src, dst)
+
+    def exchange(a, b):
+        raise OSError(16, "Device or resource busy", b)
+
+    monkeypatch.setattr(os, "rename", busy)
+    monkeypatch.setattr(fs, "exchange", exchange)
+
+
 @pytest.mark.slow
 def test_item6_export_to_a_mount_point_is_one_line_and_leaves_it_whole(sample_vocab, tmp_path,
                                                                        capsys, monkeypatch):
@@ -423,18 +439,7 @@ def test_item6_export_to_a_mount_point_is_one_line_and_leaves_it_whole(sample_vo
 
     # Not recognised as one (a bind mount of a directory onto itself, say): the rename says so.
     monkeypatch.setattr(os.path, "ismount", real_ismount)
-    rename = os.rename
-
-    def busy(src, dst):
-        if str(mount) in (os.fspath(src), os.fspath(dst)):
-            raise OSError(16, "Device or resource busy", os.fspath(dst))
-        rename(src, dst)
-
-    def exchange(a, b):
-        raise OSError(16, "Device or resource busy", b)
-
-    monkeypatch.setattr(os, "rename", busy)
-    monkeypatch.setattr(fs, "exchange", exchange)
+    _renames_fail_busy(monkeypatch, fs, mount)
     with pytest.raises(SystemExit) as refused:
         export_main(argv)
     assert refused.value.code == 2
@@ -475,18 +480,7 @@ def test_item6_fine_tune_export_dir_on_a_mount_point(sample_vocab, tmp_path, cap
     assert not (tmp_path / "run").exists()  # before any work
 
     monkeypatch.setattr(os.path, "ismount", real_ismount)
-    rename = os.rename
-
-    def busy(src, dst):
-        if str(mount) in (os.fspath(src), os.fspath(dst)):
-            raise OSError(16, "Device or resource busy", os.fspath(dst))
-        rename(src, dst)
-
-    def exchange(a, b):
-        raise OSError(16, "Device or resource busy", b)
-
-    monkeypatch.setattr(os, "rename", busy)
-    monkeypatch.setattr(fs, "exchange", exchange)
+    _renames_fail_busy(monkeypatch, fs, mount)
     with pytest.raises(SystemExit) as failed:
         run_classifier(argv)
     assert failed.value.code == 2
