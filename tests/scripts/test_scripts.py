@@ -43,6 +43,7 @@ def value(argv, flag):
     return argv[argv.index(flag) + 1]
 
 
+@pytest.mark.e2e
 def test_item12_launch_scripts_quiet_tensorflows_start_up_lines_under_horovodrun():
     """horovodrun's build checks import TensorFlow in subprocesses that print its INFO start-up
     lines, one set per check: the launch scripts' shared helpers drop INFO (warnings and errors
