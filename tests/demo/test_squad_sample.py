@@ -28,3 +28,16 @@ def test_seeded(tmp_path):
     a = write_sample(str(tmp_path / "a"), train_questions=20, dev_questions=5, seed=4)
     b = write_sample(str(tmp_path / "b"), train_questions=20, dev_questions=5, seed=4)
     assert [open(p).read() for p in a] == [open(p).read() for p in b]
+
+
+def test_a_smaller_training_set_is_the_first_questions_of_the_larger(tmp_path):
+    """The demo's tenth of the labels is a subset, not other questions: the same seed draws the
+    same questions first, and the dev split does not depend on the training split's size."""
+    big = write_sample(str(tmp_path / "big"), train_questions=200, dev_questions=30,
+                       style="paraphrase")
+    small = write_sample(str(tmp_path / "small"), train_questions=20, dev_questions=30,
+                         style="paraphrase")
+    load = lambda path: json.load(open(path, encoding="utf-8"))  # noqa: E731
+    paragraphs = [load(p)["data"][0]["paragraphs"] for p in (big[0], small[0])]
+    assert paragraphs[0][:20] == paragraphs[1] and len(paragraphs[0]) == 200
+    assert load(big[1]) == load(small[1])
