@@ -87,9 +87,10 @@ def parse_args(argv=None):
         "windows", "the model's own settings by default: those it was fine-tuned with (the task "
         "card its export carries); a value that differs is refused. A model without a card "
         f"(from elsewhere, or older) uses run_squad's defaults {WINDOW_DEFAULTS}")
-    g.add_argument("--max_seq_length", type=int, default=None)
-    g.add_argument("--doc_stride", type=int, default=None)
-    g.add_argument("--max_query_length", type=int, default=None)
+    g.add_argument("--max_seq_length", type=int, default=None,
+                   help="default: the model's (see above)")
+    g.add_argument("--doc_stride", type=int, default=None, help="default: the model's")
+    g.add_argument("--max_query_length", type=int, default=None, help="default: the model's")
     p.add_argument("--n_best_size", type=int, default=20)
     p.add_argument("--max_answer_length", type=int, default=30)
     p.add_argument("--batch_size", type=int, default=64,

@@ -44,7 +44,8 @@ from albert.errors import AlbertError, DataError, FlagError
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
     p.add_argument("patterns", nargs="+", help="TFRecord files, directories or globs")
     p.add_argument("--filesystem_prefix", default=".",
                    help="relative patterns are taken under this directory, as in the trainer")

@@ -86,7 +86,8 @@ def parse_args(argv=None):
         "features", "the model's own setting by default: the one it was fine-tuned with (the task "
         "card its export carries); a value that differs is refused. A model without a card "
         f"(from elsewhere, or older) uses run_classifier's defaults {FEATURE_DEFAULTS}")
-    g.add_argument("--max_seq_length", type=int, default=None)
+    g.add_argument("--max_seq_length", type=int, default=None,
+                   help="default: the model's (see above)")
     p.add_argument("--batch_size", type=int, default=64,
                    help="texts per model call (run_classifier's --eval_batch_size)")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")

@@ -25,7 +25,7 @@ from albert.errors import FlagError, OutputError
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
-        prog="python -m albert.corpus_text",
+        prog="python -m albert.corpus_text", formatter_class=flags.HelpFormatter,
         description="Write the sentences the data tools read from --input as plain text: one "
                     "sentence a line, a blank line between documents (what the model trains on).")
     p.add_argument("--input", nargs="+", required=True,

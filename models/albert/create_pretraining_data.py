@@ -65,7 +65,8 @@ logger = logging.getLogger("albert.create_pretraining_data")
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
     p.add_argument("--input", nargs="+", required=True,
                    help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
     p.add_argument("--spm_model", required=True, help="SentencePiece model (spiece.model)")

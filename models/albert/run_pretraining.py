@@ -42,8 +42,10 @@ def parse_args(argv=None):
     g.add_argument("--squad_frequency", type=int, default=0,
                    help="every N steps (and at the end), fine-tune a copy briefly on "
                         "--squad_train_file and log dev EM/F1 under squad/ (0: off)")
-    g.add_argument("--squad_train_file", default=None)
-    g.add_argument("--squad_predict_file", default=None)
+    g.add_argument("--squad_train_file", default=None,
+                   help="SQuAD JSON to fine-tune on (required with --squad_frequency)")
+    g.add_argument("--squad_predict_file", default=None,
+                   help="SQuAD JSON to score (required with --squad_frequency)")
     g.add_argument("--squad_steps", type=int, default=300)
     g.add_argument("--squad_max_seq_length", type=int, default=384)
     g.add_argument("--squad_batch_size", type=int, default=16)

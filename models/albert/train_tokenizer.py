@@ -61,7 +61,8 @@ _OUTPUTS = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "summary.js
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
     p.add_argument("--input", nargs="+", required=True,
                    help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
     p.add_argument("--input_format", choices=FORMATS, default="auto",

@@ -201,6 +201,44 @@ def test_help_names_the_new_flags_only_and_each_default_once(tool, monkeypatch):
         assert len(re.findall(r"\bdefault\b", entry, re.I)) <= 1, entry
 
 
+EVERY_TOOL = ("run_pretraining", "run_squad", "run_classifier", "answer", "classify", "export",
+              "plan", "check_records", "create_pretraining_data", "train_tokenizer", "squad_eval",
+              "corpus_text", "demo.sample", "demo.squad_sample", "demo.classification_sample",
+              "demo.report")
+
+
+@pytest.mark.parametrize("tool", EVERY_TOOL)
+def test_help_shows_every_default(tool, monkeypatch):
+    """Each flag with a value by default shows it (0 and 0.0 too, and a flag without help
+    text); a flag without one (None) says in its help what it is for, or is required."""
+    import argparse
+
+    from albert.cli.flags import HelpFormatter, shows_default
+
+    monkeypatch.setenv("COLUMNS", "200")
+    parser = tool_parser(tool)
+    assert isinstance(parser.formatter_class(prog="x"), HelpFormatter)
+    entries = {entry.split()[0].rstrip(","): entry
+               for entry in re.split(r"\n  (?=-)", parser.format_help())[1:]}
+    for action in parser._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS or isinstance(
+                action, argparse._HelpAction):
+            continue
+        entry = entries[action.option_strings[0]]
+        if shows_default(action):
+            assert re.search(r"\bdefault\b", entry, re.I), entry
+            if "%(default)" not in (action.help or "") and "default" not in (action.help or ""):
+                assert f"default: {action.default}" in " ".join(entry.split()), entry
+        elif action.default is None and not action.required:
+            assert (action.help or "").strip(), f"{tool} {action.option_strings[0]}: no help"
+    # The check itself: 0.0 equals False but is shown; an empty help line still shows it.
+    probe = argparse.ArgumentParser(formatter_class=HelpFormatter)
+    probe.add_argument("--rate", type=float, default=0.0)
+    probe.add_argument("--off", action="store_true")
+    text = probe.format_help()
+    assert "default: 0.0" in text and "False" not in text
+
+
 def test_old_spellings_run_as_the_new_ones(tmp_path):
     """The whole command, not only its flags: albert.plan and albert.squad_eval under their old
     spellings print what they print under the new ones, after one deprecation line per flag."""

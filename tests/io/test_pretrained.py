@@ -124,3 +124,34 @@ def test_sequence_classifier_label_count_and_names(tmp_path, tiny):
     np.testing.assert_array_equal(loaded.classifier.bias.numpy(), model.classifier.bias.numpy())
     with pytest.raises(CheckpointError, match="holds a classifier for 3 label"):
         load_model(AlbertForSequenceClassification, tmp_path / "run", num_labels=2)
+
+
+def test_the_model_classes_load_and_save_the_transformers_way(saved, tiny, tmp_path):
+    """`Model.from_pretrained(dir)` and `model.save_pretrained(dir)` are load_pretrained and
+    save_pretrained: the same weights, options, files and errors."""
+    from albert import AlbertForQuestionAnswering, AlbertForSequenceClassification
+
+    by_method = AlbertForPreTraining.from_pretrained(saved)
+    by_function = load_pretrained(AlbertForPreTraining, saved)
+    assert type(by_method) is AlbertForPreTraining
+    for a, b in zip(by_method.weights, by_function.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    classifier = AlbertForSequenceClassification.from_pretrained(
+        saved, num_labels=3, label_names=["a", "b", "c"])
+    assert (classifier.num_labels, list(classifier.label_names)) == (3, ["a", "b", "c"])
+    with pytest.raises(CheckpointError, match="lacks") as by_method_error:
+        AlbertForQuestionAnswering.from_pretrained(saved, require_heads=True)
+    with pytest.raises(CheckpointError, match="lacks") as by_function_error:
+        load_pretrained(AlbertForQuestionAnswering, saved, require_heads=True)
+    assert str(by_method_error.value) == str(by_function_error.value)
+    with pytest.raises(CheckpointError, match="not found: .*nope"):
+        AlbertForPreTraining.from_pretrained(tmp_path / "nope")
+
+    by_method.save_pretrained(tmp_path / "method", extra_json={"card.json": {"a": 1}})
+    save_pretrained(by_method, tmp_path / "function", extra_json={"card.json": {"a": 1}})
+    for name in ("config.json", "model.safetensors", "card.json"):
+        assert (tmp_path / "method" / name).read_bytes() == \
+            (tmp_path / "function" / name).read_bytes()
+    assert sorted(p.name for p in (tmp_path / "method").iterdir()) == \
+        sorted(p.name for p in (tmp_path / "function").iterdir())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import functools
 import importlib.util
 import logging
@@ -22,14 +23,29 @@ from albert.train.run_spec import parse_override as _parse_override  # noqa: F40
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """--help shows each default once: the flag's value when it has one, nothing for a flag off
-    by default or whose help already says what its default is ("default ..." in the text)."""
+    """--help shows each default once: the flag's value when it has one (a flag without help text
+    too, and a default of 0), nothing for a flag off by default or whose help already says what
+    its default is ("default ..." in the text)."""
+
+    def _format_action(self, action):
+        if not (action.help or "").strip() and action.option_strings and shows_default(action):
+            action = copy.copy(action)  # argparse prints no help line for a flag without help
+            action.help = "default: %(default)s"
+        return super()._format_action(action)
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text.lower() or action.default in (None, False, [], argparse.SUPPRESS):
+        if "default" in text.lower() or not shows_default(action):
             return text
         return super()._get_help_string(action)
+
+
+def shows_default(action: argparse.Action) -> bool:
+    """Whether --help shows the flag's default: not for none, off, empty or hidden (by identity,
+    not equality: a default of 0 or 0.0 is a value to show, though it equals False)."""
+    default = action.default
+    return not (default is None or default is False or default is argparse.SUPPRESS
+                or (isinstance(default, list | tuple) and not default))
 
 
 def add_alias(container, new: str, *old: str, values: dict | None = None) -> None:
@@ -121,8 +137,12 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--gradient_accumulation_steps", type=int, default=None,
                    help="micro-batches per update (default 1, or derived)")
     g.set_defaults(default_micro_batch=batch)
-    g.add_argument("--total_steps", type=int, default=None)
-    g.add_argument("--warmup_steps", type=int, default=0)
+    g.add_argument("--total_steps", type=int, default=None,
+                   help="updates to train (required by run_pretraining; the fine-tuners: from "
+                        "--num_train_epochs unless given)")
+    g.add_argument("--warmup_steps", type=int, default=0,
+                   help="updates of linear warmup (the fine-tuners: from --warmup_proportion "
+                        "unless given)")
     g.add_argument("--lr_decay", choices=("from_warmup", "from_zero"), default="from_warmup",
                    help="from_warmup: decay over the steps after warmup (transformers); "
                         "from_zero: Google BERT/ALBERT's schedule, decay over all steps from step "

@@ -14,6 +14,7 @@ from albert.errors import DataError
 # ALBERT's fixed special-token ids (google-research/albert and every published spiece.model).
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+FAST_TOKENIZER_NAME = "tokenizer.json"
 
 TOKENIZER_CONFIG = {
     "tokenizer_class": "AlbertTokenizer",
@@ -79,15 +80,39 @@ def vocab_checksum(path: str) -> str:
 
 
 def write_tokenizer_files(spm_model: str, directory: str) -> None:
-    """Copy spiece.model into `directory` with the config transformers' AlbertTokenizer reads."""
+    """Write the vocabulary into `directory` as a Hugging Face tokenizer directory: spiece.model,
+    the tokenizer_config.json transformers' AlbertTokenizer reads, and tokenizer.json.
+
+    tokenizer.json is the fast tokenizer already converted, as published ALBERT directories carry
+    it: a plain `pip install transformers` has no protobuf, without which transformers cannot
+    convert spiece.model itself. The conversion runs here, where protobuf comes with TensorFlow.
+    """
     load_spm(spm_model)
     os.makedirs(directory, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        _write_sentencepiece_files(spm_model, tmp)
+        tokenizer = _albert_tokenizer(tmp)
+        tokenizer.backend_tokenizer.save(os.path.join(tmp, FAST_TOKENIZER_NAME))
+        for name in (FAST_TOKENIZER_NAME, "tokenizer_config.json"):
+            shutil.copyfile(os.path.join(tmp, name), os.path.join(directory, name))
     target = os.path.join(directory, "spiece.model")
     if os.path.abspath(spm_model) != os.path.abspath(target):
         shutil.copyfile(spm_model, target)
+
+
+def _write_sentencepiece_files(spm_model: str, directory: str) -> None:
+    """spiece.model and tokenizer_config.json only: what transformers converts from."""
+    shutil.copyfile(spm_model, os.path.join(directory, "spiece.model"))
     with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(TOKENIZER_CONFIG, f, indent=2)
         f.write("\n")
+
+
+def _albert_tokenizer(directory: str):
+    """transformers' AlbertTokenizer converted from `directory`'s spiece.model."""
+    from transformers import AlbertTokenizer  # heavy (about a second); only training needs it
+
+    return AlbertTokenizer.from_pretrained(directory, local_files_only=True)
 
 
 def load_tokenizer(path: str):
@@ -96,14 +121,12 @@ def load_tokenizer(path: str):
     transformers v5 builds the fast tokenizer from a SentencePiece model only through
     from_pretrained(directory), so a bare file is staged in a temporary directory first.
     """
-    from transformers import AlbertTokenizer  # heavy (about a second); only training needs it
-
     path = os.fspath(path)
     spm_path = os.path.join(path, "spiece.model") if os.path.isdir(path) else path
     sp = load_spm(spm_path)
     with tempfile.TemporaryDirectory() as tmp:
-        write_tokenizer_files(spm_path, tmp)
-        tokenizer = AlbertTokenizer.from_pretrained(tmp, local_files_only=True)
+        _write_sentencepiece_files(spm_path, tmp)
+        tokenizer = _albert_tokenizer(tmp)
     if len(tokenizer) != sp.GetPieceSize():
         raise DataError(f"{spm_path}: transformers read {len(tokenizer)} pieces, SentencePiece "
                         f"{sp.GetPieceSize()}")

@@ -22,6 +22,7 @@ import sysconfig
 from collections.abc import Iterator
 from pydoc_data.topics import topics
 
+from albert.cli import flags
 from albert.data.text import split_sentences
 from albert.demo.facts import registry_documents
 
@@ -98,10 +99,14 @@ def write_corpus(path: str, source: str = "pydoc", max_bytes: int | None = None)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--output", required=True)
-    p.add_argument("--source", choices=("pydoc", "docstrings", "pydoc+facts"), default="pydoc")
-    p.add_argument("--max_mb", type=float, default=None)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=flags.HelpFormatter)
+    p.add_argument("--output", required=True, help="the corpus file to write")
+    p.add_argument("--source", choices=("pydoc", "docstrings", "pydoc+facts"), default="pydoc",
+                   help="pydoc: the help topics; docstrings: the standard library's docstrings; "
+                        "pydoc+facts: the help topics and the demo's registry")
+    p.add_argument("--max_mb", type=float, default=None,
+                   help="stop after this many MB (default: the whole source)")
     args = p.parse_args(argv)
     size = write_corpus(args.output, args.source,
                         int(args.max_mb * 1e6) if args.max_mb else None)

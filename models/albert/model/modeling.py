@@ -7,7 +7,8 @@ Each class declares its heads (`heads`: the attributes holding its task-head lay
 a checkpoint of another kind may lack) and its options (`head_options`: the constructor arguments
 besides the config, settled against a checkpoint). Every class takes a dict of int [B, S] tensors:
 input_ids, and optionally attention_mask (default all ones) and token_type_ids (default zeros).
-Reading and writing checkpoints is albert.io.pretrained's (load_pretrained, save_pretrained).
+Reading and writing checkpoints is albert.io.pretrained's (load_pretrained, save_pretrained); the
+classes' `from_pretrained` and `save_pretrained` are transformers' spelling of the same two calls.
 """
 
 from __future__ import annotations
@@ -55,6 +56,26 @@ class _AlbertTaskModel(keras.Model):
         if options:
             raise TypeError(f"{cls.__name__} takes no {', '.join(sorted(options))}")
         return {}
+
+    @classmethod
+    def from_pretrained(cls, path, config: AlbertConfig | None = None,
+                        require_heads: bool = False, **options):
+        """This class built from a Hugging Face or Google ALBERT directory:
+        `albert.load_pretrained(cls, path, ...)`, the same arguments, behaviour and errors."""
+        # albert.io sits a layer above the model: it is reached only when this is called, so
+        # importing the model never imports the checkpoint readers (docs/architecture.md).
+        from albert.io.pretrained import load_pretrained
+
+        return load_pretrained(cls, path, config=config, require_heads=require_heads, **options)
+
+    def save_pretrained(self, path, spm_model: str | None = None,
+                        extra_json: dict | None = None) -> None:
+        """Write this model as a Hugging Face directory at `path`:
+        `albert.save_pretrained(self, path, ...)`, the same arguments, behaviour and errors."""
+        # albert.io sits a layer above the model: see from_pretrained.
+        from albert.io.pretrained import save_pretrained
+
+        save_pretrained(self, path, spm_model=spm_model, extra_json=extra_json)
 
     def build_for_config(self):
         """Create all variables by running a 1x2 dummy batch."""
