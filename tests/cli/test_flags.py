@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import run_in_process
+from helpers import run_in_process, tool_parser
 
 from albert.cli.flags import user_errors
 from albert.errors import CheckpointError, FlagError, OutputError
@@ -82,30 +82,6 @@ def test_evaluation_only_from_pretrained_needs_a_path_in_both_fine_tuners(runner
 
 
 # -- one name per idea across the tools: the old spellings are aliases (issue 27) ----------------
-
-class _Built(Exception):
-    pass
-
-
-def tool_parser(module: str):
-    """The ArgumentParser of `python -m albert.<module>`: the one its parse_args, or else its
-    main, builds, caught before it parses anything."""
-    import argparse
-    import importlib
-    from unittest import mock
-
-    tool = importlib.import_module(f"albert.{module}")
-
-    def caught(self, *args, **kwargs):
-        raise _Built(self)
-
-    with mock.patch.object(argparse.ArgumentParser, "parse_known_args", caught):
-        try:
-            (tool.parse_args if hasattr(tool, "parse_args") else tool.main)([])
-        except _Built as built:
-            return built.args[0]
-    raise AssertionError(f"albert.{module} built no parser")
-
 
 def parse(module: str, argv) -> tuple[dict, str]:
     """(the flags `python -m albert.<module> argv` parses to, what parsing wrote to stderr), in
