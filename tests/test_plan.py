@@ -1,4 +1,4 @@
-"""`python -m albert.plan` as a user runs it: the README's what-fits-where table, its errors."""
+"""`python -m albert.plan` as a user runs it: docs/memory.md's what-fits-where table, its errors."""
 
 import pytest
 
@@ -8,7 +8,7 @@ from albert.train.memory_plan import GIB, memory_plan
 
 @pytest.mark.e2e
 def test_what_fits_where_table_is_the_plans_largest_micro_batch():
-    # `python -m albert.plan` (the README's table): each cell is the largest micro-batch whose
+    # `python -m albert.plan` (docs/memory.md's table): each cell is the largest micro-batch whose
     # plan fits with the safety margin, without / with recomputation.
     import subprocess
     import sys

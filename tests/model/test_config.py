@@ -133,9 +133,9 @@ def test_preset_names_are_the_ones_promised():
         AlbertConfig.from_preset("huge")
 
 
-def test_presets_are_the_readme_table():
-    # README's "Presets" table: preset | E | H | layers | heads | FFN | parameters.
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+def test_presets_are_the_model_api_guide_table():
+    # docs/model_api.md's "Presets" table: preset | E | H | layers | heads | FFN | parameters.
+    with open(os.path.join(REPO_ROOT, "docs", "model_api.md"), encoding="utf-8") as f:
         text = f.read()
     lines = text.split("\nPresets (", 1)[1].split("\n\n")[1].splitlines()
     assert lines[0].startswith("| preset | E | H | layers | heads | FFN |"), lines[0]

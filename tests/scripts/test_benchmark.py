@@ -204,7 +204,8 @@ def test_item11_benchmark_bad_values_are_one_line_errors(flags, message, tmp_pat
 
 
 # The flags and their defaults before the measurements moved to scripts/benchmarks/ (issue 27):
-# scripts/benchmark_gpu.sh, the README and users' own command lines give these.
+# scripts/benchmark_gpu.sh, docs/benchmarks.md, docs/memory.md and users' own command lines give
+# these.
 FLAGS = ["--model_size", "--max_seq_length", "--max_predictions_per_seq", "--per_gpu_batch_size",
          "--gradient_accumulation_steps", "--precision", "--xla", "--skip_xla", "--recompute",
          "--compare_recompute", "--memory", "--memory_budget_gb", "--auto_global_batch",

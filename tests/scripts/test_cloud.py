@@ -674,7 +674,7 @@ def test_item9_a_combination_the_entry_point_refuses_is_one_line(no_aws, capsys)
 
 
 def test_item9_the_launcher_takes_verbose(no_aws, capsys):
-    """The README says every command takes --verbose: so does the launcher, for the job."""
+    """Every command takes --verbose: so does the launcher, for the job (docs/cloud.md)."""
     ls = load_launcher()
     assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", "--dry_run",
                     "--verbose", *no_aws]) == 0

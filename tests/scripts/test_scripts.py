@@ -1,5 +1,6 @@
 """The shipped launch scripts, run as a user runs them: plan mode with a fake GPU count prints the
-README recipe's batch plan; the two-phase script runs both phases end to end on tiny data."""
+batch plan of docs/pretraining.md's recipe; the two-phase script runs both phases end to end on
+tiny data."""
 
 import dis
 import importlib
