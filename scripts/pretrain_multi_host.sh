@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pretrain across several GPU hosts that share /fsx and reach each other over passwordless SSH,
 # with the repository set up at the same path on each (cloudformation/ec2.yaml does both).
-# The README recipe: 4096 sequences per update = 32 per GPU x 8 accumulation steps x 16 GPUs on two
+# The recipe of docs/pretraining.md: 4096 sequences per update = 32 per GPU x 8 accumulation steps x 16 GPUs on two
 # 8-GPU hosts (the accumulation is derived from the global and per-GPU batch sizes).
 #   HOSTS="ip-10-0-0-1:8,ip-10-0-0-2:8" DATA=/fsx/albert_data VOCAB=/fsx/vocab/spiece.model \
 #       scripts/pretrain_multi_host.sh [extra flags]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pretrain ALBERT-base on one GPU box, one Horovod process per GPU, with the README recipe:
+# Pretrain ALBERT-base on one GPU box, one Horovod process per GPU (the recipe of docs/pretraining.md):
 # 4096 sequences per update = 32 per GPU x 16 accumulation steps x 8 GPUs (the accumulation is
 # derived from --global_batch_size and --per_gpu_batch_size, so other GPU counts keep 4096).
 #   DATA=/fsx/albert_data VOCAB=/fsx/vocab/spiece.model scripts/pretrain_one_box.sh [extra flags]

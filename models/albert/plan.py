@@ -1,5 +1,5 @@
 """`python -m albert.plan`: the largest micro-batch per GPU that the memory plan fits, for each
-preset, sequence length, precision and memory size (the README's "what fits where" table):
+preset, sequence length, precision and memory size (docs/memory.md's "What fits where" table):
 
     python -m albert.plan --memory_budget_gb 16 32 80 141 --max_seq_length 128 512
 

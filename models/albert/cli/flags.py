@@ -162,7 +162,7 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
     g.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none",
                    help="layers: keep only each transformer layer's input for the backward pass "
                         "and recompute its activations there (about a third more compute for a "
-                        "fraction of the activation memory; the README's memory table)")
+                        "fraction of the activation memory; docs/memory.md's table)")
     g.add_argument("--memory_budget_gb", type=float, default=None,
                    help="memory of one rank, in GB (GiB), for --per_gpu_batch_size auto: decide "
                         "from the memory plan against it. Default: on a GPU, by trial steps; on "

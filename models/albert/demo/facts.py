@@ -14,7 +14,7 @@ Two consumers:
   the question/passage pair. Only the pretraining text shows that "custodian" and "maintainer" mean
   one thing: a model trained on the labelled questions alone has never seen the third wording.
   (The demo's tiny model does not learn it from the pretraining text either in its budget; the
-  README says what its figures do show.)
+  figures in docs/demo.md say what it does learn.)
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class AlbertForQuestionAnswering(_AlbertTaskModel):
     SQuAD v2 needs no extra weights: as in BERT's SQuAD v2 recipe, the "no answer" score is
     start_logits[:, 0] + end_logits[:, 0] (the [CLS] position), compared against the best span.
     ALBERT's own v2 recipe differs (a start/end beam search and an answer-class head, as XLNet):
-    see the README's "What differs from ALBERT" table.
+    see docs/pretraining.md, "What differs from ALBERT".
 
     Heads: `qa_outputs` (dense H -> 2 at every position; the backbone has no pooler).
     Options: none.

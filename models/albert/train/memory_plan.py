@@ -3,7 +3,7 @@ sequence length, precision, micro-batch and --recompute before anything is built
 
 memory_plan adds it up by what holds it (weights, gradients, optimizer slots, allreduce buffers,
 activations, the framework's own); largest_fitting finds the largest micro-batch that fits a
-budget; `python -m albert.plan` prints that for each preset on given memory sizes (the README's
+budget; `python -m albert.plan` prints that for each preset on given memory sizes (docs/memory.md's
 "what fits where" table):
 
     python -m albert.plan --memory_budget_gb 16 32 80 141 --max_seq_length 128 512
@@ -82,7 +82,7 @@ def activation_bytes(config, seq_length: int, micro_batch: int, precision: str =
     (the running gradient sum beside the application's own).
 
     Calibrated on XLA's buffer assignment for the CPU (base, large, xlarge, xxlarge at sequence
-    128 and 512) and checked against measured peak memory: see the README.
+    128 and 512) and checked against measured peak memory: see docs/memory.md.
     """
     if recompute not in RECOMPUTE_MODES:
         raise FlagError(f"--recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
