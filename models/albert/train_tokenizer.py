@@ -4,8 +4,10 @@
     python -m albert.train_tokenizer --input enwiki-latest-pages-articles.xml.bz2 \\
         --input_format wikipedia --vocab_size 30000 --output_dir vocab/
 
-Writes `spiece.model`, `spiece.vocab` and `tokenizer_config.json`, so both our tools and
-`transformers.AlbertTokenizer.from_pretrained(output_dir)` load the directory, and `summary.json`
+Writes `spiece.model`, `spiece.vocab`, `tokenizer_config.json` and `tokenizer.json` (the fast
+tokenizer, converted), so both our tools and
+`transformers.AutoTokenizer.from_pretrained(output_dir)` load the directory, the latter without
+protobuf, and `summary.json`
 (what was read and skipped, and the model's sha256). An existing spiece.model is replaced only
 with --overwrite: records and checkpoints made with it would not fit a new one. The same input and
 flags give the same spiece.model bytes (no temporary paths are kept in it). Ids 0-4 are
@@ -46,6 +48,7 @@ from albert.data.corpus import (
 from albert.data.progress import InputProgress
 from albert.data.tokenization import (
     CLS,
+    FAST_TOKENIZER_NAME,
     MASK,
     SEP,
     load_spm,
@@ -57,7 +60,8 @@ from albert.errors import DataError, FlagError, OutputError
 
 logger = logging.getLogger("albert.train_tokenizer")
 _DOCS_PER_TASK = 64
-_OUTPUTS = ("spiece.model", "spiece.vocab", "tokenizer_config.json", "summary.json")
+_OUTPUTS = ("spiece.model", "spiece.vocab", "tokenizer_config.json", FAST_TOKENIZER_NAME,
+            "summary.json")
 
 
 def parse_args(argv=None):

@@ -19,6 +19,13 @@ def test_transformers_loads_the_directory_and_agrees_with_spm(sample_vocab):
     assert pair.count(3) == 2
     config = json.loads(open(os.path.join(directory, "tokenizer_config.json")).read())
     assert config["tokenizer_class"] == "AlbertTokenizer"
+    # train_tokenizer's directory carries the converted fast tokenizer, which transformers reads
+    # as it is (tests/io/test_plain_transformers.py: where it cannot convert spiece.model).
+    from transformers import AutoTokenizer
+
+    assert os.path.isfile(os.path.join(directory, "tokenizer.json"))
+    fast = AutoTokenizer.from_pretrained(directory)
+    assert fast(text)["input_ids"] == ids
 
 
 def test_preprocess_text():
