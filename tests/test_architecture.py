@@ -3,11 +3,13 @@ module or inside a function, points to the module's own layer or one below it, a
 modules import each other, directly or around a loop."""
 
 import ast
+import io
 import os
 import pathlib
 import re
 import subprocess
 import sys
+import tokenize
 
 import pytest
 
@@ -143,8 +145,8 @@ def test_the_layer_check_catches_an_upward_import_and_a_cycle(tmp_path, monkeypa
 
 
 def test_docs_architecture_names_every_module():
-    """docs/architecture.md is the module map: a module missing from it, or a name it gives that
-    no longer exists, means the map is stale."""
+    """docs/architecture.md is the module map: a module missing from it means the map is
+    stale (the other way, a name it gives that no longer exists, is the next test's)."""
     text = (ROOT.parents[1] / "docs" / "architecture.md").read_text()
     named = set(re.findall(r"`((?:albert\.)?[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*)`", text))
     for name, path in modules().items():
@@ -152,6 +154,116 @@ def test_docs_architecture_names_every_module():
             continue
         short = name.removeprefix("albert.")
         assert short in named or name in named, f"docs/architecture.md does not name {short}"
+
+
+# A dotted name that begins like a module path but is a file's name.
+FILE_NAMES = {"model.safetensors"}
+
+
+def top_level_names(path: pathlib.Path) -> dict[str, set[str]]:
+    """The names a module binds at its top (in an if or try there too), each with the names its
+    body binds if it is a class; for albert/__init__.py also its lazy exports."""
+    names: dict[str, set[str]] = {}
+
+    def bound(body):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                names[node.name] = {n.name for n in node.body if isinstance(
+                    n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)} | {
+                    t.id for n in node.body if isinstance(n, ast.Assign | ast.AnnAssign)
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    if isinstance(t, ast.Name)}
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names[node.name] = set()
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    names.update({t.id: set() for t in ast.walk(target)
+                                  if isinstance(t, ast.Name)})
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names.update({(a.asname or a.name).split(".")[0]: set() for a in node.names})
+            elif isinstance(node, ast.If | ast.Try | ast.With):
+                for part in ("body", "orelse", "finalbody", "handlers"):
+                    bound(getattr(node, part, []))
+            elif isinstance(node, ast.ExceptHandler):
+                bound(node.body)
+
+    bound(ast.parse(path.read_text()).body)
+    if module_name(path) == "albert":
+        names.update({name: set() for name in albert.__all__})
+    return names
+
+
+def resolves(name: str, found: dict[str, pathlib.Path]) -> bool:
+    """Whether `albert.x.y[.Name[.attr]]` is a module, a name bound at the top of one, or a name
+    bound in the body of a class bound there."""
+    parts = name.split(".")
+    cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in found)
+    rest = parts[cut:]
+    if not rest:
+        return True
+    names = top_level_names(found[".".join(parts[:cut])])
+    return len(rest) <= 2 and rest[0] in names and (len(rest) == 1 or rest[1] in names[rest[0]])
+
+
+def stale_names_in_docs(text: str, found: dict[str, pathlib.Path]) -> list[str]:
+    """The names docs/architecture.md gives that no module answers to. Checked: every backticked
+    dotted name that starts with `albert.` or with the name of something directly under albert/
+    (`train.run_dir`, `data.squad.SquadError`, `demo.sample`), a file named in FILE_NAMES aside;
+    and every name in the first column of a module table, each of which must be a module (an
+    undotted name elsewhere may be a function's: `add_alias`)."""
+    tops = {name.split(".")[1] for name in found if name.count(".") >= 1}
+    dotted = {n for n in re.findall(r"`((?:albert\.)?[a-z_]\w*(?:\.[A-Za-z_]\w*)+)`", text)
+              if n not in FILE_NAMES and (n.startswith("albert.") or n.split(".")[0] in tops)}
+    stale = {n for n in dotted if not resolves(n if n.startswith("albert.") else f"albert.{n}",
+                                               found)}
+    in_tables = {n for row in re.findall(r"^\| ([^|]+) \|", text, flags=re.M)
+                 for n in re.findall(r"`([^`]+)`", row)}
+    return sorted(stale | {n for n in in_tables
+                           if (n if n.startswith("albert.") else f"albert.{n}") not in found})
+
+
+def test_every_module_name_in_docs_architecture_exists(tmp_path):
+    found = modules()
+    text = (ROOT.parents[1] / "docs" / "architecture.md").read_text()
+    assert stale_names_in_docs(text, found) == [], "docs/architecture.md names what is gone"
+    # The check itself, on a copy of the map with stale names put in.
+    copy = tmp_path / "architecture.md"
+    copy.write_text(text.replace("`train.run_dir`", "`train.run_record`").replace(
+        "`data.squad.FeatureSettings`", "`data.squad.Settings`").replace(
+        "`albert.answer`", "`albert.ask`") + "\n| `squad_metrics` | scores |\n"
+        "`model.config.AlbertConfig.from_preset` `tasks.runner.run.inner` `model.safetensors`\n")
+    assert stale_names_in_docs(copy.read_text(), found) == [
+        "albert.ask", "data.squad.Settings", "squad_metrics", "tasks.runner.run.inner",
+        "train.run_record"]
+
+
+def stale_names_in_source(source: str, found: dict[str, pathlib.Path]) -> list[str]:
+    """The `albert.x.y` names in `source`'s docstrings and comments (string values are data:
+    Hugging Face's tensor names start with albert. too) that are no module, nor a name bound in
+    one (the rule of `resolves`)."""
+    texts = [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+             if tok.type == tokenize.COMMENT]
+    texts += [ast.get_docstring(node, clean=False) or "" for node in ast.walk(ast.parse(source))
+              if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef
+                            | ast.AsyncFunctionDef)]
+    named = {n.rstrip(".") for text in texts
+             for n in re.findall(r"(?<![\w.])albert(?:\.[A-Za-z_]\w*)+", text)}
+    return sorted(n for n in named if not resolves(n, found))
+
+
+def test_every_module_name_in_the_packages_docstrings_and_comments_exists():
+    found = modules()
+    stale = [f"{name}: {n}" for name, path in found.items()
+             for n in stale_names_in_source(path.read_text(), found)]
+    assert stale == [], "docstrings and comments name modules that are gone"
+    # The check itself: a gone module, a gone function and a gone top-level name are caught; a
+    # string's value, a real function and a lazy export are not.
+    probe = ('"""Runs on albert.train.run_record."""\n'
+             "NAME = 'albert.encoder.layer'  # as albert.train.run_dir.write_run_record does\n"
+             "def f():\n    \"\"\"See albert.run and albert.load_pretrained.\"\"\"\n"
+             "    # albert.cli.flags.no_such_thing.\n")
+    assert stale_names_in_source(probe, found) == [
+        "albert.cli.flags.no_such_thing", "albert.run", "albert.train.run_record"]
 
 
 def bare_function_imports(source: str) -> list[int]:

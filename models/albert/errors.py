@@ -9,8 +9,9 @@ else, a plain ValueError included, is a bug and keeps its traceback.
       DataError         an input file or pattern: names the file (and line) (ValueError)
       OutputError       an output that cannot be written: no space, no directory (OSError)
 
-Modules keep their own names for their kind where callers catch them (batch_plan.PlanError,
-data.squad.SquadError, squad_metrics.ScoringInputError, ...): each is a subclass of one of these.
+Modules keep their own names for their kind where callers catch them
+(albert.train.batch_plan.PlanError, albert.data.squad.SquadError,
+albert.eval.squad_scoring.ScoringInputError, ...): each is a subclass of one of these.
 The second base (ValueError, OSError) is what these errors were before the family, so that code
 catching it still does. This module imports nothing: every layer may import it.
 """

@@ -59,8 +59,8 @@ def data_files(paths) -> list[str]:
 
 # -- the typed spec -------------------------------------------------------------------------------
 # Resolved once from the flags (albert.cli.resolve.resolve_spec, the one place that reads them), on
-# rank 0, and handed to every rank (albert.run); every module below the command-line tools takes
-# these objects, never the flags.
+# rank 0, and handed to every rank (albert.tasks.runner.run); every module below the command-line
+# tools takes these objects, never the flags.
 
 @dataclass(frozen=True)
 class ModelSource:
