@@ -230,14 +230,15 @@ def test_batch_plan_derives_accumulation_and_logs_one_line(sample_records, sampl
                                     "global_batch": 8}
 
 
-@pytest.mark.e2e
 def test_plan_only_prints_the_plan_for_n_ranks_and_trains_nothing(sample_records, sample_vocab,
                                                                   tmp_path):
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
-        "--per_gpu_batch_size": "32", "--global_batch_size": "4096", "--plan_only": None,
-        "--plan_ranks": "8", "--total_steps": "100"}))
-    assert "batch plan: 32 x 16 x 8 = 4096" in proc.stdout
-    assert not (tmp_path / "ckpt").exists()
+    code, out, err = run_in_process("run_pretraining", base_args(
+        sample_records, sample_vocab, tmp_path, **{
+            "--per_gpu_batch_size": "32", "--global_batch_size": "4096", "--plan_only": None,
+            "--plan_ranks": "8", "--total_steps": "100"}))
+    assert code == 0, err[-2000:]
+    assert "batch plan: 32 x 16 x 8 = 4096" in out
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "logs").exists()
 
 
 @pytest.mark.e2e
@@ -403,7 +404,6 @@ def _auto_choice(log: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-@pytest.mark.e2e
 def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
         sample_records, sample_vocab, tmp_path):
     from albert.model.config import AlbertConfig
@@ -411,15 +411,18 @@ def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
 
     chosen = {}
     for mode in ("none", "layers"):
-        proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / mode, **{
-            "--model_size": "xlarge", "--max_seq_length": "512", "--plan_only": None,
-            "--plan_ranks": "8", "--per_gpu_batch_size": "auto", "--global_batch_size": "4096",
-            "--memory_budget_gb": "32", "--recompute": mode, "--total_steps": "100"}))
-        micro, accum = _auto_choice(proc.stdout)
+        code, out, err = run_in_process("run_pretraining", base_args(
+            sample_records, sample_vocab, tmp_path / mode, **{
+                "--model_size": "xlarge", "--max_seq_length": "512", "--plan_only": None,
+                "--plan_ranks": "8", "--per_gpu_batch_size": "auto",
+                "--global_batch_size": "4096", "--memory_budget_gb": "32", "--recompute": mode,
+                "--total_steps": "100"}))
+        assert code == 0, err[-2000:]
+        micro, accum = _auto_choice(out)
         assert micro * accum * 8 == 4096
-        assert f"batch plan: {micro} x {accum} x 8 = 4096" in proc.stdout
-        line = [x for x in proc.stdout.splitlines() if x.startswith("memory plan: ")]
-        assert len(line) == 1 and f"recompute {mode}" in line[0], proc.stdout
+        assert f"batch plan: {micro} x {accum} x 8 = 4096" in out
+        line = [x for x in out.splitlines() if x.startswith("memory plan: ")]
+        assert len(line) == 1 and f"recompute {mode}" in line[0], out
         # The printed plan is albert.plan's, and it fits the budget with the safety margin.
         config = AlbertConfig.from_preset("xlarge", vocab_size=2000)
         plan = memory_plan(config, 512, micro, recompute=mode, ranks=8, accumulation=accum,
@@ -506,19 +509,21 @@ def test_horovod_recompute_with_dropout_and_accumulation_trains(sample_records, 
     assert all(np.isfinite(r["loss"]) for r in records if r["split"] == "train")
 
 
-@pytest.mark.e2e
 def test_plan_only_warns_when_a_fixed_micro_batch_exceeds_the_budget(sample_records,
                                                                    sample_vocab, tmp_path):
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
-        "--plan_only": None, "--per_gpu_batch_size": "8", "--memory_budget_gb": "0.5"}))
+    code, out, err = run_in_process("run_pretraining", base_args(
+        sample_records, sample_vocab, tmp_path, **{
+            "--plan_only": None, "--per_gpu_batch_size": "8", "--memory_budget_gb": "0.5"}))
+    assert code == 0, err[-2000:]
     assert ("warning: this plan does not fit 90% of --memory_budget_gb 0.5; try "
-            "--per_gpu_batch_size auto or --recompute layers") in proc.stdout
+            "--per_gpu_batch_size auto or --recompute layers") in out
     # A --checkpoint_path that is here but holds no config is an error, not a guess.
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
-        "--plan_only": None, "--load_from": "pretrained", "--checkpoint_path": str(tmp_path)}),
-        check=False)
-    assert proc.returncode == 2
-    assert f"error: --checkpoint_path {tmp_path} holds no model config" in proc.stderr
+    code, out, err = run_in_process("run_pretraining", base_args(
+        sample_records, sample_vocab, tmp_path, **{
+            "--plan_only": None, "--load_from": "pretrained",
+            "--checkpoint_path": str(tmp_path)}))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, out + err
+    assert err.startswith(f"error: --checkpoint_path {tmp_path} holds no model config"), err
 
 
 @pytest.mark.e2e
@@ -572,18 +577,17 @@ def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_i
     assert "train step 2 " in proc.stdout and not in_flight.exists()
 
 
-@pytest.mark.e2e
 def test_directory_flags_naming_a_file_are_one_line_errors(sample_records, sample_vocab,
                                                            tmp_path):
     # Issue 24 item 11.
     a_file = tmp_path / "taken"
     a_file.write_text("x")
     for flag in ("--checkpoint_dir", "--log_dir"):
-        proc = run_cli(base_args(sample_records, sample_vocab, tmp_path,
-                                 **{flag: str(a_file)}), check=False)
-        assert proc.returncode == 2, proc.stderr[-2000:]
-        assert f"error: {flag} {a_file} is a file; expected a directory" in proc.stderr
-        assert "Traceback" not in proc.stderr
+        code, _, err = run_in_process("run_pretraining", base_args(
+            sample_records, sample_vocab, tmp_path, **{flag: str(a_file)}))
+        assert code == 2 and len(err.splitlines()) == 1, err[-2000:]
+        assert err.startswith(f"error: {flag} {a_file} is a file; expected a directory"), err
+        assert a_file.read_text() == "x"
 
 
 @pytest.mark.e2e
