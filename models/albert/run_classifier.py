@@ -26,15 +26,14 @@ or prefix; --load_from pretrained: an exported classifier); a checkpoint without
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
 
 from albert.cli.flags import (
     FlagError,
-    HelpFormatter,
-    add_alias,
+    Parser,
+    Renamed,
     add_export_flag,
     add_fine_tuning_flags,
     add_model_flags,
@@ -57,17 +56,15 @@ from albert.tasks.classification import FEATURES, REPORTED, ClassifierTask
 from albert.tasks.runner import check_keep_best, run_or_plan
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=HelpFormatter)
+def build_parser() -> Parser:
+    p = Parser(description=__doc__.split("\n\n")[0])
     g = p.add_argument_group("classification")
     g.add_argument("--train_file", default=None, help="labelled TSV / CSV / JSONL to fine-tune on")
     g.add_argument("--eval_file", default=None, help="labelled file to score")
-    g.add_argument("--test_file", default=None,
+    # Google's run_squad scores its --predict_file; here that file is --eval_file.
+    g.add_argument("--test_file", action=Renamed, old=("--predict_file",), default=None,
                    help="file to predict (labels not needed, as GLUE's test.tsv): "
                         "predictions.tsv in --output_dir")
-    # Google's run_squad scores its --predict_file; here that file is --eval_file.
-    add_alias(g, "--test_file", "--predict_file")
     g.add_argument("--glue_task", choices=sorted(GLUE_TASKS), default=None,
                    help="the GLUE files' columns, labels, task and metric (the column flags "
                         "still override)")
@@ -99,6 +96,13 @@ def parse_args(argv=None):
     add_training_flags(p, learning_rate=2e-5, batch=32, optimizer="adamw", run_name="classifier",
                        under_output_dir=True)
     p.set_defaults(warmup_steps=None, log_frequency=50)
+    return p
+
+
+def parse_args(argv=None, parser=None):
+    """The flags of argv, checked. `parser`: build_parser()'s unless given (the SageMaker
+    launcher gives one that raises FlagError instead of exiting)."""
+    p = parser or build_parser()
     args = p.parse_args(argv)
     resolve_paths(args)
     if not (args.train_file or args.eval_file or args.test_file):

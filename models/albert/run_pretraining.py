@@ -13,18 +13,16 @@ position); a different start is refused. At the end the model is exported in Hug
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from albert.cli.flags import HelpFormatter, add_model_flags, add_training_flags, run_main
+from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_main
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
 from albert.tasks.pretraining import PretrainingTask
 from albert.tasks.runner import run_or_plan
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=HelpFormatter)
+def build_parser() -> Parser:
+    p = Parser(description=__doc__.split("\n\n")[0])
     g = p.add_argument_group("data")
     g.add_argument("--train_dir", default="data/train",
                    help="TFRecord directory, glob or comma list, under --filesystem_prefix")
@@ -53,6 +51,13 @@ def parse_args(argv=None):
     add_model_flags(p)
     add_training_flags(p, learning_rate=0.00176, batch=32, optimizer="lamb",
                        run_name="pretraining")
+    return p
+
+
+def parse_args(argv=None, parser=None):
+    """The flags of argv, checked. `parser`: build_parser()'s unless given (the SageMaker
+    launcher gives one that raises FlagError instead of exiting)."""
+    p = parser or build_parser()
     args = p.parse_args(argv)
     if args.total_steps is None:
         p.error("--total_steps is required")

@@ -18,14 +18,13 @@ refused rather than scored.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from albert.cli.flags import (
     FlagError,
-    HelpFormatter,
-    add_alias,
+    Parser,
+    Renamed,
     add_export_flag,
     add_fine_tuning_flags,
     add_model_flags,
@@ -46,16 +45,16 @@ from albert.tasks.runner import check_keep_best, run_or_plan
 from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadTask
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=HelpFormatter)
+def build_parser() -> Parser:
+    p = Parser(description=__doc__.split("\n\n")[0])
     g = p.add_argument_group("SQuAD")
     g.add_argument("--train_file", default=None, help="SQuAD JSON to fine-tune on")
     g.add_argument("--predict_file", default=None, help="SQuAD JSON to predict and score")
-    g.add_argument("--squad_version", choices=tuple(VERSIONS), default=None,
+    g.add_argument("--squad_version", action=Renamed,
+                   old_values={v: k for k, v in VERSIONS.items()}, choices=tuple(VERSIONS),
+                   default=None,
                    help="default: read from the files' version field (v1.1 and v2.0, their "
                         "spelling, read as squadv1 and squadv2)")
-    add_alias(g, "--squad_version", values={v: k for k, v in VERSIONS.items()})
     for name, default in WINDOWS.items():
         g.add_argument(f"--{name}", type=int, default=None,
                        help=f"default {default}; predicting with a fine-tuned model, the one it "
@@ -73,6 +72,13 @@ def parse_args(argv=None):
     add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad",
                        under_output_dir=True)
     p.set_defaults(warmup_steps=None, log_frequency=50)
+    return p
+
+
+def parse_args(argv=None, parser=None):
+    """The flags of argv, checked. `parser`: build_parser()'s unless given (the SageMaker
+    launcher gives one that raises FlagError instead of exiting)."""
+    p = parser or build_parser()
     args = p.parse_args(argv)
     resolve_paths(args)
     if not args.train_file and not args.predict_file:
