@@ -38,7 +38,6 @@ import sys
 import tarfile
 import tempfile
 import time
-from unittest import mock
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHANNEL = "fsx"
@@ -203,9 +202,9 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
         print(f"warning: cannot load albert.{entry} to check the training flags ({e}); "
               "passing them unchecked", file=sys.stderr)
         return
-    parser = sagemaker_entry.entry_parser(module)
+    parser = module.build_parser()
     for key in sorted(bare):
-        if parser is not None and f"--{key}" in _needs_value(parser):
+        if f"--{key}" in _needs_value(parser):
             raise LaunchError(f"--{key} needs a value ({entry} takes --{key} VALUE); nothing "
                               "submitted")
     # As the container's entry script turns them into the trainer's command line, outputs in
@@ -214,29 +213,11 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
         [item for key, value in hp.items() for item in (f"--{key}", value)], module,
         {"SM_MODEL_DIR": MODEL_DIR})
     argv = [a for a in argv if a != "--verbose"]  # every command's, outside its parser
-
-    def fail(parser, message):
-        prefix = "unrecognized arguments: "
-        if not message.startswith(prefix):
-            raise LaunchError(f"{entry} would refuse these flags: {message}")
-        known = sorted(set(re.findall(r"--[A-Za-z][\w-]*", parser.format_help())))
-        problems = []
-        for flag in (t for t in message[len(prefix):].split() if t.startswith("--")):
-            near = difflib.get_close_matches(flag, launcher_flags() + known, n=1, cutoff=0.75)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            problems.append(f"{flag}{hint}")
-        if not problems:
-            raise LaunchError(f"{entry} would refuse these arguments: {message[len(prefix):]}")
-        raise LaunchError(f"unknown flag(s) {', '.join(problems)}: neither a launcher flag nor "
-                          f"one that {entry} accepts, so the job would fail; nothing submitted")
-
-    with mock.patch.object(argparse.ArgumentParser, "error", fail):
-        try:
-            args = module.parse_args(argv)
-        except LaunchError:
-            raise
-        except ValueError as e:  # the entry point's FlagError: a combination it refuses
-            raise LaunchError(f"{entry} would refuse these flags: {e}") from None
+    parser.exit_on_error = False  # its errors as FlagError (albert.cli.flags.Parser), not exit 2
+    try:
+        args = module.parse_args(argv, parser)
+    except ValueError as e:  # FlagError: a flag the parser refuses, or a combination
+        raise _refused(entry, parser, str(e)) from None
     # The runners' own checks of counts and frequencies (--total_steps 0 ...), where present.
     check = getattr(_entry_module("cli.resolve"), "check_training_flags", None)
     if check is not None:
@@ -246,10 +227,28 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
             raise LaunchError(f"{entry} would refuse these flags: {e}") from None
 
 
+def _refused(entry: str, parser, message: str) -> LaunchError:
+    """What the launcher says of flags `entry`'s parser refused with `message`: an unknown flag
+    with the nearest launcher or trainer flag as a suggestion, anything else as it is."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return LaunchError(f"{entry} would refuse these flags: {message}")
+    known = sorted(set(re.findall(r"--[A-Za-z][\w-]*", parser.format_help())))
+    problems = []
+    for flag in (t for t in message[len(prefix):].split() if t.startswith("--")):
+        near = difflib.get_close_matches(flag, launcher_flags() + known, n=1, cutoff=0.75)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        problems.append(f"{flag}{hint}")
+    if not problems:
+        return LaunchError(f"{entry} would refuse these arguments: {message[len(prefix):]}")
+    return LaunchError(f"unknown flag(s) {', '.join(problems)}: neither a launcher flag nor one "
+                       f"that {entry} accepts, so the job would fail; nothing submitted")
+
+
 def _needs_value(parser) -> set[str]:
     """The option strings of `parser` that cannot stand without a value (an old spelling too:
-    albert.cli.flags.add_alias)."""
-    return {option for option, action in parser._option_string_actions.items()
+    albert.cli.flags.Renamed)."""
+    return {option for option, action in parser.option_actions().items()
             if action.nargs not in (0, "?", "*")}
 
 
@@ -281,28 +280,16 @@ def _entry_point(value: str) -> str:
 
 def hyperparameters(passthrough: list[str], use_checkpoint_dir: bool,
                     bare: set[str] | None = None) -> dict[str, str]:
-    """Unknown flags -> SageMaker hyperparameters (strings). A flag without a value becomes
-    "True", which the container's entry script turns back into a bare flag (for the entry
-    point's boolean flags only; their keys are added to `bare`)."""
-    hp: dict[str, str] = {}
-    i = 0
-    while i < len(passthrough):
-        item = passthrough[i]
-        if not item.startswith("--"):
-            raise LaunchError(f"unexpected argument {item!r}: training flags are --name value")
-        key, value = item[2:], None
-        if "=" in key:
-            key, value = key.split("=", 1)
-        else:
-            values = []
-            while i + 1 < len(passthrough) and not passthrough[i + 1].startswith("--"):
-                values.append(passthrough[i + 1])
-                i += 1
-            value = " ".join(values) if values else "True"
-            if not values and bare is not None:
-                bare.add(key)
-        hp[key] = value
-        i += 1
+    """Unknown flags -> SageMaker hyperparameters (strings), encoded as the container's entry
+    script decodes them (albert.cli.hyperparameters.encode), with the FSx channel as
+    --filesystem_prefix and, with --checkpoint_s3_uri, the synced checkpoint directory. The
+    keys given without a value are added to `bare` (only a boolean flag may be one)."""
+    try:
+        hp, given_bare = _entry_module("cli.hyperparameters").encode(passthrough)
+    except ValueError as e:  # FlagError: not a --name value command line
+        raise LaunchError(str(e)) from None
+    if bare is not None:
+        bare |= given_bare
     if "filesystem_prefix" in hp:
         raise LaunchError("--filesystem_prefix is set by the launcher to the FSx channel "
                           f"({CHANNEL_PATH}); give data paths relative to the file system root")

@@ -49,7 +49,7 @@ from albert.errors import DataError, FlagError  # noqa: E402
 from albert.model.config import PRESETS  # noqa: E402
 
 # TensorFlow, Keras, torch and transformers are imported in the functions that use them, after
-# run_main has quietened their start-up (albert.cli.flags.quiet_start) and read the flags.
+# run_main has quietened their start-up (albert.cli.quiet_start) and read the flags.
 
 # Adam's constants as the LAMB paper and AdamW publish them (and our optimizer's defaults).
 BETA_1, BETA_2, EPSILON = 0.9, 0.999, 1e-6

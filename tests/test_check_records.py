@@ -79,7 +79,7 @@ def test_check_records_usage_errors(tmp_path):
 @pytest.mark.e2e
 def test_check_records_is_quiet_unless_verbose(sample_records):
     """Issue 27: TensorFlow's start-up lines (printed twice here before) are not shown; with
-    --verbose they are, as in every tool (flags.quiet_start)."""
+    --verbose they are, as in every tool (albert.cli.quiet_start)."""
     quiet = as_a_user_runs("check_records", sample_records / "train", "--no_progress")
     assert quiet.returncode == 0, quiet.stderr
     assert start_up_noise(quiet.stderr) == []

@@ -1,8 +1,7 @@
-"""albert.sagemaker_entry: SageMaker's `--name value` hyperparameters turned back into the
-trainer's command line. The launcher's request through it, end to end:
-tests/scripts/test_cloud.py."""
+"""albert.sagemaker_entry and albert.cli.hyperparameters: a trainer's command line as
+SageMaker's `--name value` hyperparameters and back. The launcher's request through them, end to
+end: tests/scripts/test_cloud.py."""
 
-import argparse
 import importlib
 import sys
 import types
@@ -10,48 +9,101 @@ import types
 import pytest
 
 from albert import sagemaker_entry
-from albert.sagemaker_entry import boolean_flags, container_argv, normalize
+from albert.cli.flags import Parser
+from albert.cli.hyperparameters import boolean_flags, decode, encode, multi_value_flags
+from albert.sagemaker_entry import container_argv
+
+
+def small_parser():
+    """Two boolean flags, one multi-value flag, three that take one value."""
+    p = Parser()
+    p.add_argument("--skip_xla", action="store_true")
+    p.add_argument("--eager", action="store_true")
+    p.add_argument("--config_override", nargs="*", default=[])
+    for name in ("--total_steps", "--seed", "--val_dir"):
+        p.add_argument(name)
+    return p
 
 
 def test_container_entry_restores_flags():
-    assert normalize(["--skip_xla", "True", "--total_steps", "10", "--eager", "False",
-                      "--config_override", "a=1 b=2"], {"--skip_xla", "--eager"}) == [
+    assert decode(["--skip_xla", "True", "--total_steps", "10", "--eager", "False",
+                   "--config_override", "a=1 b=2"], small_parser()) == [
         "--skip_xla", "--total_steps", "10", "--config_override", "a=1", "b=2"]
 
 
 def test_false_is_a_value_unless_the_flag_is_boolean():
     # --val_dir false names a directory; --skip_xla False leaves the flag out, True makes it bare.
     argv = ["--val_dir", "false", "--skip_xla", "False", "--eager", "true", "--seed", "True"]
-    assert normalize(argv, {"--skip_xla", "--eager"}) == [
-        "--val_dir", "false", "--eager", "--seed", "True"]
+    assert decode(argv, small_parser()) == ["--val_dir", "false", "--eager", "--seed", "True"]
     # A flag without a value, or a multi-value flag given nothing, passes as it came.
-    assert normalize(["--eager", "--config_override"], {"--eager"}) == [
+    assert decode(["--eager", "--config_override"], small_parser()) == [
         "--eager", "--config_override"]
 
 
 def test_boolean_flags_are_the_trainers_flags_without_a_value():
     from albert import run_squad
 
-    flags = boolean_flags(run_squad)
+    flags = boolean_flags(run_squad.build_parser())
     assert {"--skip_xla", "--eager", "--plan_only", "--overwrite_output_dir"} <= flags
     assert not {"--train_file", "--total_steps", "--help", "-h"} & flags
+
+
+def test_multi_value_flags_are_read_from_each_flags_nargs():
+    """No list kept by hand: a flag that takes several values (nargs *, + or a count) is split,
+    one that takes one is not, whatever its name."""
+    from albert import run_squad
+
+    p = small_parser()
+    p.add_argument("--layers", nargs="+")
+    p.add_argument("--pair", nargs=2)
+    p.add_argument("--maybe", nargs="?")
+    assert multi_value_flags(p) == {"--config_override", "--layers", "--pair"}
+    assert decode(["--layers", "1 2 3", "--seed", "4 5"], p) == [
+        "--layers", "1", "2", "3", "--seed", "4 5"]
+    assert multi_value_flags(run_squad.build_parser()) == {"--config_override"}
+
+
+@pytest.mark.parametrize("trainer, argv", [
+    ("run_squad", ["--train_file", "t.json", "--skip_xla", "--config_override", "a=1", "b=2",
+                   "--max_seq_length", "128", "--eager"]),
+    ("run_pretraining", ["--total_steps", "10", "--val_dir", "false", "--plan_only"]),
+    ("run_classifier", ["--train_file=t.tsv", "--labels", "a,b", "--no_header"]),
+])
+def test_encoded_hyperparameters_decode_to_the_command_line_the_trainer_parses_alike(trainer,
+                                                                                     argv):
+    """The launcher's encoding, as SageMaker passes it, decoded by the entry script: the
+    trainer parses what it would have parsed from the command line itself."""
+    module = importlib.import_module(f"albert.{trainer}")
+    hp, bare = encode(argv)
+    assert all(isinstance(value, str) for value in hp.values())
+    assert bare <= {flag[2:] for flag in boolean_flags(module.build_parser())}
+    passed = [item for key, value in hp.items() for item in (f"--{key}", value)]
+    assert vars(module.parse_args(decode(passed, module.build_parser()))) == vars(
+        module.parse_args(argv))
+
+
+def test_encode_refuses_what_is_not_a_flag():
+    from albert.errors import FlagError
+
+    with pytest.raises(FlagError, match="unexpected argument 'x': training flags are --name"):
+        encode(["x", "--seed", "1"])
 
 
 def fake_trainer(calls):
     """A trainer module: its parser has one boolean flag; main records what it was given."""
     module = types.ModuleType("albert.fake_trainer")
 
-    def parse_args(argv=None):
-        parser = argparse.ArgumentParser()
+    def build_parser():
+        parser = Parser()
         parser.add_argument("--skip_xla", action="store_true")
         parser.add_argument("--val_dir")
-        return parser.parse_args(argv)
+        return parser
 
     def main(argv):
         calls.append(argv)
         return 7
 
-    module.parse_args, module.main = parse_args, main
+    module.build_parser, module.main = build_parser, main
     return module
 
 
@@ -61,13 +113,6 @@ def test_main_runs_the_trainer_on_the_restored_command_line(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["train.py", "--skip_xla", "True", "--val_dir", "false"])
     assert sagemaker_entry.main("fake_trainer") == 7
     assert calls == [["--skip_xla", "--val_dir", "false"]]
-
-
-def test_a_module_whose_parse_args_builds_no_parser_has_no_boolean_flags():
-    module = types.ModuleType("no_parser")
-    module.parse_args = lambda argv=None: argparse.Namespace()
-    assert sagemaker_entry.entry_parser(module) is None
-    assert boolean_flags(module) == set()
 
 
 # -- issue 34 item 2: outputs where the job keeps them; item 9: --verbose ------------------------
@@ -114,9 +159,9 @@ def test_item9_verbose_is_every_commands_flag_and_its_true_goes(monkeypatch):
     bare flag, which every command takes (outside its parser), and no stray "True" follows."""
     from albert import run_squad
 
-    assert "--verbose" in boolean_flags(run_squad)
-    assert normalize(["--verbose", "True", "--train_file", "t.json"],
-                     boolean_flags(run_squad)) == ["--verbose", "--train_file", "t.json"]
+    assert "--verbose" in boolean_flags(run_squad.build_parser())
+    assert decode(["--verbose", "True", "--train_file", "t.json"],
+                  run_squad.build_parser()) == ["--verbose", "--train_file", "t.json"]
     calls = []
     monkeypatch.setitem(sys.modules, "albert.fake_trainer", fake_trainer(calls))
     monkeypatch.setattr(sys, "argv", ["train.py", "--verbose", "True", "--val_dir", "v"])

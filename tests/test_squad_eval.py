@@ -118,7 +118,7 @@ def test_non_string_prediction_or_non_numeric_null_odds_is_one_line_error(preds,
 
 @pytest.mark.e2e
 def test_squad_eval_prints_no_start_up_lines(tmp_path):
-    """Issue 27: squad_eval starts as every tool (flags.quiet_start): stderr holds nothing but
+    """Issue 27: squad_eval starts as every tool (albert.cli.quiet_start): stderr holds nothing but
     what it says itself."""
     from helpers import as_a_user_runs, start_up_noise
 

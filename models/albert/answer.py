@@ -25,7 +25,6 @@ v2 models, "null_score_diff" (the null score minus the best span's; above
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -36,8 +35,8 @@ from tqdm import tqdm
 
 from albert.cli.flags import (
     FlagError,
-    HelpFormatter,
-    add_alias,
+    Parser,
+    Renamed,
     check_fits,
     check_vocabulary,
     run_main,
@@ -62,12 +61,10 @@ logger = logging.getLogger("albert.answer")
 WINDOW_DEFAULTS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=HelpFormatter)
-    p.add_argument("--checkpoint_path", required=True,
+def build_parser() -> Parser:
+    p = Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint_path", action=Renamed, old=("--model",), required=True,
                    help="QA SavedModel, trainer checkpoint, Hugging Face or Google directory")
-    add_alias(p, "--checkpoint_path", "--model")
     p.add_argument("--question", default=None, help="one question (with --context)")
     p.add_argument("--context", default=None, help="the passage to answer --question from")
     p.add_argument("--input", default=None,
@@ -77,11 +74,12 @@ def parse_args(argv=None):
     p.add_argument("--spm_model", default=None,
                    help="SentencePiece vocabulary (default: the one that comes with "
                         "--checkpoint_path)")
-    p.add_argument("--squad_version", choices=tuple(VERSIONS), default=None,
+    p.add_argument("--squad_version", action=Renamed,
+                   old_values={v: k for k, v in VERSIONS.items()}, choices=tuple(VERSIONS),
+                   default=None,
                    help="squadv2: the model may prefer no answer; squadv1: always answer "
                         "(v2.0 and v1.1 are read as those; default: the model's fine-tuning "
                         "data's, else squadv2)")
-    add_alias(p, "--squad_version", values={v: k for k, v in VERSIONS.items()})
     p.add_argument("--null_score_diff_threshold", type=float, default=0.0)
     g = p.add_argument_group(
         "windows", "the model's own settings by default: those it was fine-tuned with (the task "
@@ -100,7 +98,11 @@ def parse_args(argv=None):
                         "to its length bucket (a multiple of 64); max: every window to "
                         "--max_seq_length. The same answers either way")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def check_args(args) -> None:

@@ -22,7 +22,6 @@ exit status is the files' still.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -30,6 +29,7 @@ import sys
 from tqdm import tqdm
 
 from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
 from albert.data.record_stats import (
     REPEATS,
     Comparison,
@@ -43,9 +43,8 @@ from albert.data.tokenization import load_spm
 from albert.errors import AlbertError, DataError, FlagError
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("patterns", nargs="+", help="TFRecord files, directories or globs")
     p.add_argument("--filesystem_prefix", default=".",
                    help="relative patterns are taken under this directory, as in the trainer")
@@ -61,6 +60,11 @@ def parse_args(argv=None):
     p.add_argument("--stats", action="store_true",
                    help="compare the records' statistics with google-research's on the same text")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
+    return p
+
+
+def parse_args(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     if args.spm_model and args.vocab_size:
         p.error("pass --spm_model or --vocab_size, not both")
@@ -227,7 +231,7 @@ def statistics(sources, files, seq, preds) -> str:
 
 
 def main(argv=None) -> int:
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     # The reader logs how it took a pattern apart (a comma split); stderr, as the errors.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)

@@ -25,7 +25,6 @@ the logits, labels in the model's id order); for a regression model, "score".
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -34,7 +33,7 @@ import sys
 import numpy as np
 from tqdm import tqdm
 
-from albert.cli.flags import FlagError, HelpFormatter, add_alias, run_main
+from albert.cli.flags import FlagError, Parser, Renamed, run_main
 from albert.cli.resolve import column_flag
 from albert.cli.serving import (
     check_output_file,
@@ -57,13 +56,11 @@ FEATURE_DEFAULTS = {"max_seq_length": 128}
 PAD_TO_MULTIPLE_OF = 8  # run_classifier's --pad_to_multiple_of default: the same batch shapes
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=HelpFormatter)
-    p.add_argument("--checkpoint_path", required=True,
+def build_parser() -> Parser:
+    p = Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint_path", action=Renamed, old=("--model",), required=True,
                    help="classifier SavedModel, run_classifier checkpoint (directory or prefix) "
                         "or Hugging Face classifier directory")
-    add_alias(p, "--checkpoint_path", "--model")
     p.add_argument("--text", default=None, help="one text to classify")
     p.add_argument("--input", default=None,
                    help="JSON lines with \"text\" (and \"text_b\"), or a TSV / CSV / JSONL file "
@@ -91,7 +88,11 @@ def parse_args(argv=None):
     p.add_argument("--batch_size", type=int, default=64,
                    help="texts per model call (run_classifier's --eval_batch_size)")
     p.add_argument("--no_progress", action="store_true", help="no progress bar")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 # -- what is asked --------------------------------------------------------------------------------

@@ -5,13 +5,13 @@ model will train on). Reading is `albert.data.corpus`'s, as in create_pretrainin
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
 import uuid
 
 from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
 from albert.data.corpus import (
     FORMATS,
     ReadStats,
@@ -23,9 +23,9 @@ from albert.data.corpus import (
 from albert.errors import FlagError, OutputError
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(
-        prog="python -m albert.corpus_text", formatter_class=flags.HelpFormatter,
+def build_parser() -> flags.Parser:
+    p = flags.Parser(
+        prog="python -m albert.corpus_text",
         description="Write the sentences the data tools read from --input as plain text: one "
                     "sentence a line, a blank line between documents (what the model trains on).")
     p.add_argument("--input", nargs="+", required=True,
@@ -38,7 +38,11 @@ def parse_args(argv=None):
                    help="stop after this many documents (0: all)")
     p.add_argument("--processes", type=int, default=1,
                    help="processes turning documents into sentences (wikitext parsing)")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def write_text(args) -> dict:
@@ -115,7 +119,7 @@ def _written(output: str):
 
 
 def main(argv=None) -> int:
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     args = parse_args(argv)
     try:
         with flags.user_errors():  # a bad flag, an input that cannot be read: one line, status 2

@@ -32,7 +32,6 @@ How it works, and why it scales (each step is a module of albert.data):
 
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import logging
@@ -45,6 +44,7 @@ import threading
 import time
 
 from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
 from albert.data.chunks import GeneratorSettings
 from albert.data.corpus import FORMATS, check_input, expand_inputs
 from albert.data.output_dir import (
@@ -64,9 +64,8 @@ from albert.errors import FlagError, OutputError
 logger = logging.getLogger("albert.create_pretraining_data")
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--input", nargs="+", required=True,
                    help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
     p.add_argument("--spm_model", required=True, help="SentencePiece model (spiece.model)")
@@ -99,7 +98,11 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--gzip", action="store_true", help="write GZIP-compressed TFRecords")
     p.add_argument("--no_progress", action="store_true")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def _check_args(args) -> None:
@@ -197,7 +200,7 @@ def _exit_on_sigterm(signum, frame):
 
 
 def main(argv=None):
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
     in_main_thread = threading.current_thread() is threading.main_thread()

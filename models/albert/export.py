@@ -18,11 +18,10 @@ command; the export itself, and its output-directory checks, are albert.io.saved
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from albert.cli.flags import HelpFormatter, add_alias, check_vocabulary, run_main
+from albert.cli.flags import Parser, Renamed, check_vocabulary, run_main
 from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
 from albert.io.pretrained import load_model, vocabulary_file
@@ -37,15 +36,14 @@ from albert.io.task_card import read_task_card
 from albert.train.run_spec import file_sha256
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=HelpFormatter)
+def build_parser() -> Parser:
+    p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkpoint_path", required=True,
                    help="trainer checkpoint (prefix or directory), Hugging Face or Google "
                         "ALBERT directory")
-    p.add_argument("--head", choices=sorted(TASKS), required=True,
-                   help="the model's head, and the outputs its signature returns")
-    add_alias(p, "--head", "--task")  # run_classifier's --task: classification or regression
+    # --task: the old spelling (run_classifier's --task is classification or regression).
+    p.add_argument("--head", action=Renamed, old=("--task",), choices=sorted(TASKS),
+                   required=True, help="the model's head, and the outputs its signature returns")
     p.add_argument("--output_dir", required=True,
                    help="where the SavedModel goes, e.g. serving/1 (TF Serving's version dir)")
     p.add_argument("--spm_model", default=None,
@@ -53,7 +51,11 @@ def parse_args(argv=None):
     p.add_argument("--overwrite", action="store_true",
                    help="replace a non-empty --output_dir that holds no SavedModel (never one "
                         "that holds a run, a checkpoint or the model being exported)")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def prepare(args) -> str:

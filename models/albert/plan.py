@@ -8,11 +8,11 @@ The arithmetic is `albert.train.memory_plan`'s.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
 from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
 from albert.model.config import PRESETS
 from albert.train.memory_plan import COMPUTE_BYTES, fits_table
 
@@ -34,30 +34,34 @@ def _bad_values(args) -> list[str]:
     return problems
 
 
-def main(argv=None) -> int:
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    p = argparse.ArgumentParser(prog="python -m albert.plan", description=(
+def build_parser() -> flags.Parser:
+    p = flags.Parser(prog="python -m albert.plan", description=(
         "The largest micro-batch per GPU that the memory plan fits, without / with "
-        "--recompute layers, for each preset, sequence length and precision."),
-        formatter_class=flags.HelpFormatter)
-    # The runners' flags, each taking several values: one table row per combination.
-    p.add_argument("--model_size", nargs="+", default=list(PRESETS), choices=list(PRESETS),
-                   metavar="SIZE", help=f"presets among {', '.join(PRESETS)} (default: all)")
-    p.add_argument("--max_seq_length", nargs="+", type=int, default=[128, 512],
-                   help="sequence lengths")
-    p.add_argument("--precision", nargs="+", default=["fp32", "bf16"],
-                   choices=list(COMPUTE_BYTES), help="fp16 plans as bf16")
-    p.add_argument("--memory_budget_gb", nargs="+", type=float, default=[16, 32, 80, 141],
+        "--recompute layers, for each preset, sequence length and precision."))
+    # The runners' flags, each taking several values: one table row per combination; the old
+    # spellings are this tool's plurals.
+    renamed = flags.Renamed
+    p.add_argument("--model_size", action=renamed, old=("--model_sizes",), nargs="+",
+                   default=list(PRESETS), choices=list(PRESETS), metavar="SIZE",
+                   help=f"presets among {', '.join(PRESETS)} (default: all)")
+    p.add_argument("--max_seq_length", action=renamed, old=("--seq_lengths",), nargs="+",
+                   type=int, default=[128, 512], help="sequence lengths")
+    p.add_argument("--precision", action=renamed, old=("--precisions",), nargs="+",
+                   default=["fp32", "bf16"], choices=list(COMPUTE_BYTES),
+                   help="fp16 plans as bf16")
+    p.add_argument("--memory_budget_gb", action=renamed, old=("--memory_gb",), nargs="+",
+                   type=float, default=[16, 32, 80, 141],
                    help="memory of one GPU, GB (GiB): one column each")
-    p.add_argument("--plan_ranks", type=int, default=8, help="ranks (GPUs) training together")
-    p.add_argument("--gradient_accumulation_steps", type=int, default=2,
-                   help="micro-batches per update")
-    for new, old in (("--model_size", "--model_sizes"), ("--max_seq_length", "--seq_lengths"),
-                     ("--precision", "--precisions"), ("--memory_budget_gb", "--memory_gb"),
-                     ("--plan_ranks", "--ranks"),
-                     ("--gradient_accumulation_steps", "--accumulation")):
-        flags.add_alias(p, new, old)
-    args = p.parse_args(argv)
+    p.add_argument("--plan_ranks", action=renamed, old=("--ranks",), type=int, default=8,
+                   help="ranks (GPUs) training together")
+    p.add_argument("--gradient_accumulation_steps", action=renamed, old=("--accumulation",),
+                   type=int, default=2, help="micro-batches per update")
+    return p
+
+
+def main(argv=None) -> int:
+    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    args = build_parser().parse_args(argv)
     problems = _bad_values(args)
     if problems:
         for problem in problems:

@@ -12,11 +12,11 @@ file without some predicted question) are one `error: ...` line and exit status 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
 from albert.errors import DataError
 from albert.eval.squad_scoring import (
     check_na_probs,
@@ -38,24 +38,28 @@ def _load_json(path: str, what: str):
         raise DataError(f"{what} {path} is not valid JSON: {e}") from None
 
 
-def main(argv=None) -> int:
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    # The old spellings are the official evaluate-v2.0.py script's.
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("data_file", help="the SQuAD JSON the predictions answer")
     p.add_argument("pred_file", help="predictions.json: {question id: answer text}")
-    p.add_argument("--na_prob_file", default=None,
+    p.add_argument("--na_prob_file", action=flags.Renamed, old=("--na-prob-file",),
+                   default=None,
                    help="v2.0: null_odds.json, {question id: no-answer score}, for the best "
                         "thresholds")
-    flags.add_alias(p, "--na_prob_file", "--na-prob-file")
-    p.add_argument("--squad_version", choices=tuple(VERSIONS), default=None,
+    p.add_argument("--squad_version", action=flags.Renamed, old=("--version",),
+                   old_values={v: k for k, v in VERSIONS.items()}, choices=tuple(VERSIONS),
+                   default=None,
                    help="score by these rules instead of the data file's version (v1.1 and "
                         "v2.0 are read as squadv1 and squadv2)")
-    flags.add_alias(p, "--squad_version", "--version",
-                    values={v: k for k, v in VERSIONS.items()})
-    p.add_argument("--output", default=None, help="also write the scores (JSON) to this file")
-    flags.add_alias(p, "--output", "--out-file", "--out_file")
-    args = p.parse_args(argv)
+    p.add_argument("--output", action=flags.Renamed, old=("--out-file", "--out_file"),
+                   default=None, help="also write the scores (JSON) to this file")
+    return p
+
+
+def main(argv=None) -> int:
+    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    args = build_parser().parse_args(argv)
     with flags.user_errors():  # a file that is missing or not SQuAD's layout: one line, status 2
         data = _load_json(args.data_file, "data file")
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):

@@ -22,7 +22,6 @@ input_sentence_size) is all that is kept, so memory is bounded by the sample, no
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -34,6 +33,7 @@ import tempfile
 from collections.abc import Iterator
 
 from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
 from albert.data.corpus import (
     FORMATS,
     InputSkips,
@@ -64,9 +64,8 @@ _OUTPUTS = ("spiece.model", "spiece.vocab", "tokenizer_config.json", FAST_TOKENI
             "summary.json")
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--input", nargs="+", required=True,
                    help="files, directories, globs or comma lists; .gz/.bz2/.xz are decompressed")
     p.add_argument("--input_format", choices=FORMATS, default="auto",
@@ -89,7 +88,11 @@ def parse_args(argv=None):
                    help="processes turning documents into sentences (wikitext parsing)")
     p.add_argument("--no_progress", action="store_true",
                    help="no progress bar (stderr) while the input is read")
-    return p.parse_args(argv)
+    return p
+
+
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
 
 
 def _normalized_sentences(raw_docs: list) -> tuple[list[str], ReadStats]:
@@ -305,7 +308,7 @@ def train(args) -> str:
 
 
 def main(argv=None):
-    argv = flags.quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
+    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
     try:

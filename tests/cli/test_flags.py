@@ -196,7 +196,7 @@ def test_help_shows_every_default(tool, monkeypatch):
     assert isinstance(parser.formatter_class(prog="x"), HelpFormatter)
     entries = {entry.split()[0].rstrip(","): entry
                for entry in re.split(r"\n  (?=-)", parser.format_help())[1:]}
-    for action in parser._actions:
+    for action in parser.actions():
         if not action.option_strings or action.help == argparse.SUPPRESS or isinstance(
                 action, argparse._HelpAction):
             continue
@@ -247,22 +247,30 @@ def test_old_spellings_run_as_the_new_ones(tmp_path):
     assert (tmp_path / "old.json").read_text() == (tmp_path / "new.json").read_text()
 
 
-def test_add_alias_is_the_new_flags_own_action():
-    """flags.add_alias: an alias satisfies a required flag, takes --old=value, converts and checks
-    its values as the new name does, reads an old spelling of a value, is hidden from --help, and
-    cannot take a name that is already a flag."""
+def renamed_parser(**kwargs):
+    """A Parser with two renamed flags, one of them required."""
+    from albert.cli.flags import Parser, Renamed
+
+    p = Parser(prog="tool", **kwargs)
+    g = p.add_argument_group("group")
+    g.add_argument("--size", action=Renamed, old=("--sizes", "--n"), type=int, choices=(1, 2, 3),
+                   required=True)
+    p.add_argument("--mode", action=Renamed, old=("--speed",), old_values={"quick": "fast"},
+                   choices=("fast", "slow"), default="fast")
+    return p
+
+
+def test_renamed_old_spellings_are_the_new_flags_own_action():
+    """flags.Renamed: an old spelling satisfies a required flag, takes --old=value, converts and
+    checks its values as the new name does, reads an old spelling of a value, is hidden from
+    --help, and cannot take a name that is already a flag."""
     import argparse
     import contextlib
     import io
 
-    from albert.cli.flags import add_alias
+    from albert.cli.flags import Renamed
 
-    p = argparse.ArgumentParser()
-    g = p.add_argument_group("group")
-    g.add_argument("--size", type=int, choices=(1, 2, 3), required=True)
-    g.add_argument("--mode", choices=("fast", "slow"), default="fast")
-    add_alias(g, "--size", "--sizes", "--n")
-    add_alias(p, "--mode", "--speed", values={"quick": "fast"})
+    p = renamed_parser()
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
         args = p.parse_args(["--n=2", "--speed", "quick"])
@@ -273,8 +281,55 @@ def test_add_alias_is_the_new_flags_own_action():
         with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
             p.parse_args(argv)
     assert "--sizes" not in p.format_help() and "--speed" not in p.format_help()
-    with pytest.raises(ValueError, match="--mode is already a flag"):
-        add_alias(p, "--size", "--mode")
+    assert "--size {1,2,3}" in p.format_help() and "--mode {fast,slow}" in p.format_help()
+    with pytest.raises(argparse.ArgumentError, match="conflicting option string: --mode"):
+        p.add_argument("--big", action=Renamed, old=("--mode",))
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "the following arguments are required: --size"),
+    (["--sizes", "4"], "argument --size: invalid choice: 4 (choose from 1, 2, 3)"),
+    (["--n", "x"], "argument --size: invalid int value: 'x'"),
+    (["--size", "1", "--speed", "slowest"],
+     "argument --mode: invalid choice: 'slowest' (choose from 'fast', 'slow')"),
+    (["--size"], "argument --size: expected one argument"),
+])
+def test_renamed_flags_errors_name_the_new_spelling_only(argv, message, capsys):
+    """An error names a renamed flag as --help does, by its new spelling, whichever spelling was
+    given: the usage line, then "tool: error: <message>", exit status 2, as argparse says it of
+    a flag without old spellings."""
+    with pytest.raises(SystemExit) as exit_:
+        renamed_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"tool: error: {message}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--size", "1", "--colour"], "unrecognized arguments: --colour"),
+    ([], "the following arguments are required: --size"),
+    (["--size", "x"], "argument --size: invalid int value: 'x'"),
+    (["--size", "9"], "argument --size: invalid choice: 9 (choose from 1, 2, 3)"),
+])
+def test_parser_without_exit_on_error_raises_every_error_as_a_flag_error(argv, message, capsys):
+    """exit_on_error=False, which argparse honours only for a bad value, holds for every error
+    of flags.Parser (an unknown flag, a missing one): a FlagError with argparse's message, and
+    nothing printed, nothing exited."""
+    with pytest.raises(FlagError) as error:
+        renamed_parser(exit_on_error=False).parse_args(argv)
+    assert str(error.value) == message
+    assert capsys.readouterr().err == ""
+
+
+def test_a_runners_own_checks_raise_too_with_its_parser_given():
+    """The SageMaker launcher checks a job's flags with the runner's parse_args and a parser
+    that raises: the runner's checks after parsing (--total_steps required) raise alike."""
+    from albert import run_pretraining
+
+    parser = run_pretraining.build_parser()
+    parser.exit_on_error = False
+    with pytest.raises(FlagError, match="^--total_steps is required$"):
+        run_pretraining.parse_args([], parser)
+    assert run_pretraining.parse_args(["--total_steps", "3"], parser).total_steps == 3
 
 
 # -- user_errors: the error family as one line and exit status 2 --------------------------------

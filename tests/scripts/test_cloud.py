@@ -14,7 +14,7 @@ import pytest
 from botocore.validate import ParamValidator
 from helpers import PREDS, REPO_ROOT, SEQ
 
-from albert.sagemaker_entry import normalize
+from albert.cli.hyperparameters import boolean_flags, decode
 
 BIN = os.path.dirname(sys.executable)
 LAUNCHER = os.path.join(REPO_ROOT, "scripts", "launch_sagemaker.py")
@@ -176,8 +176,6 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
     boolean flag's "true" the flag, its "false" nothing, any other flag's "false" its value."""
     import importlib
 
-    from albert.sagemaker_entry import boolean_flags
-
     scored = "test_file" if entry == "run_classifier" else "predict_file"
     data = ["--train_dir", "t", "--val_dir", "false"] if entry == "run_pretraining" else [
         "--train_file", "false", f"--{scored}", "true"]
@@ -190,7 +188,8 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
     toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
                     for item in (f"--{key}", value)]
     module = importlib.import_module(f"albert.{entry}")
-    args = module.parse_args(normalize(toolkit_argv, boolean_flags(module)))
+    parser = module.build_parser()
+    args = module.parse_args(decode(toolkit_argv, parser))
     if entry == "run_pretraining":
         assert hp["val_dir"] == "false" and args.val_dir == "false"
     else:
@@ -199,7 +198,7 @@ def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_p
         prefix = hp["filesystem_prefix"]
         assert (args.train_file, getattr(args, scored)) == (f"{prefix}/false", f"{prefix}/true")
     assert (args.skip_xla, args.no_progress, args.eager) == (False, True, True)
-    assert "--skip_xla" in boolean_flags(module) and "--val_dir" not in boolean_flags(module)
+    assert "--skip_xla" in boolean_flags(parser) and "--val_dir" not in boolean_flags(parser)
 
     # A flag that takes a value, given none, is refused (it would arrive as the value "True").
     bare = subprocess.run([sys.executable, LAUNCHER, "--entry_point", entry, "--dry_run",

@@ -1,19 +1,19 @@
-"""The command line the tools share: the argparse groups of the runners' flags (named as in
-aws-samples/deep-learning-models where it has the flag), old spellings as aliases, --help with
-each default once, quiet start-up, and one-line errors (user_errors, run_main). What the parsed
-flags become is albert.cli.resolve's."""
+"""The command line the tools share: every tool's parser class (Parser: --help with each default
+once, errors as FlagError where asked), old spellings declared with their flag (Renamed), the
+argparse groups of the runners' flags (named as in aws-samples/deep-learning-models where it has
+the flag), and one-line errors (user_errors, run_main). The quiet start-up is
+albert.cli.quiet_start's; what the parsed flags become, albert.cli.resolve's."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import copy
-import functools
-import importlib.util
 import logging
 import os
 import sys
 
+from albert.cli.quiet_start import quiet_argv
 from albert.errors import AlbertError, FlagError
 from albert.model.config import PRESETS, RECOMPUTE_MODES
 
@@ -25,7 +25,14 @@ from albert.train.run_spec import parse_override as _parse_override  # noqa: F40
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """--help shows each default once: the flag's value when it has one (a flag without help text
     too, and a default of 0), nothing for a flag off by default or whose help already says what
-    its default is ("default ..." in the text)."""
+    its default is ("default ..." in the text); a renamed flag (Renamed) under its new spelling
+    only."""
+
+    def add_argument(self, action):
+        if isinstance(action, Renamed) and action.old:
+            action = copy.copy(action)  # the old spellings are read, never offered
+            action.option_strings = [o for o in action.option_strings if o not in action.old]
+        super().add_argument(action)
 
     def _format_action(self, action):
         if not (action.help or "").strip() and action.option_strings and shows_default(action):
@@ -48,49 +55,75 @@ def shows_default(action: argparse.Action) -> bool:
                 or (isinstance(default, list | tuple) and not default))
 
 
-def add_alias(container, new: str, *old: str, values: dict | None = None) -> None:
-    """Accept the old spellings `old` of the flag `new` (already added to `container`, a parser
-    or one of its groups): the same action, so an old spelling behaves identically (type,
-    choices, nargs, default, required, dest), hidden from --help, and each use prints one line
-    to stderr, "--old is deprecated; use --new". `values` ({old: new}): old spellings of the
-    flag's values, read as the new ones without a word (e.g. v2.0 for squadv2)."""
-    actions = container._option_string_actions  # the parser's, shared by its groups
-    action = actions[new]
-    if not isinstance(action, _Renamed):
-        action.__class__ = _renamed(type(action))
-        action.renamed = {}
-    for name in old:
-        if name in actions:
-            raise ValueError(f"{name} is already a flag; it cannot become an alias of {new}")
-        actions[name] = action
-        action.renamed[name] = new
-    if values:
-        read, spellings = action.type, dict(values)
+class Parser(argparse.ArgumentParser):
+    """Every tool's ArgumentParser (each command's build_parser()): --help with each default once
+    (HelpFormatter), a renamed flag named by its new spelling in errors as in --help, and its
+    actions listed (actions(), option_actions()) for whoever encodes or checks its flags. With
+    exit_on_error=False, which argparse itself honours only in part (an unknown or missing flag
+    still exits), every parsing error is a FlagError instead of usage and exit status 2: what
+    the SageMaker launcher checks a job's flags with before anything is paid for."""
 
-        def read_value(text):
-            text = spellings.get(text, text)
-            return read(text) if read else text
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
-        read_value.__name__ = getattr(read, "__name__", "value")  # argparse's "invalid ... value"
-        action.type = read_value
+    def actions(self) -> list[argparse.Action]:
+        """Every argument's action, its groups' included, in the order they were added."""
+        # The one read of argparse's private state: it keeps a parser's actions (its groups'
+        # too) in _actions and has no public way to list them; format_help walks the same list.
+        return list(self._actions)
+
+    def option_actions(self) -> dict[str, argparse.Action]:
+        """Each option string (an old spelling too) -> its action."""
+        return {option: action for action in self.actions() for option in action.option_strings}
+
+    def parse_known_args(self, args=None, namespace=None):
+        try:
+            return super().parse_known_args(args, namespace)
+        except argparse.ArgumentError as e:  # what argparse lets through with exit_on_error=False
+            self.error(str(e))
+
+    def error(self, message):
+        for action in self.actions():
+            if isinstance(action, Renamed) and action.old:
+                # argparse names a flag by all its option strings joined ("--model_size/
+                # --model_sizes"); the old ones are hidden, so errors name it as --help does.
+                message = message.replace("/".join(action.option_strings),
+                                          action.option_strings[0])
+        if not self.exit_on_error:
+            raise FlagError(message)
+        super().error(message)
 
 
-class _Renamed:
-    """The action of a flag with aliases (add_alias): called under an old spelling, it says so
-    once on stderr, then does what it does under the new one."""
+class Renamed(argparse.Action):
+    """A flag that also reads its old spellings, declared with it:
+    `add_argument("--new", action=Renamed, old=("--old",), ...)`. An old spelling is the same
+    action, so it behaves identically (type, choices, nargs, default, required, dest; --old=value
+    too), is hidden from --help, and each use prints one line to stderr, "--old is deprecated;
+    use --new". `old_values` ({old: new}): old spellings of the flag's values, read as the new
+    ones without a word (e.g. v2.0 for squadv2). It stores its value as argparse's default
+    action does."""
 
-    renamed: dict
+    def __init__(self, option_strings, dest, *, old=(), old_values=None, type=None, **kwargs):
+        if old_values:
+            read, spellings = type, dict(old_values)
+
+            def read_value(text):
+                text = spellings.get(text, text)
+                return read(text) if read else text
+
+            read_value.__name__ = getattr(read, "__name__", "value")  # "invalid ... value"
+            type = read_value
+        # argparse registers the option strings of the action it has just built: the old
+        # spellings join them here, after the new one, which --help and errors name.
+        super().__init__([*option_strings, *old], dest, type=type, **kwargs)
+        self.old = tuple(old)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        if option_string in self.renamed:
-            print(f"{option_string} is deprecated; use {self.renamed[option_string]}",
+        if option_string in self.old:
+            print(f"{option_string} is deprecated; use {self.option_strings[0]}",
                   file=sys.stderr, flush=True)
-        super().__call__(parser, namespace, values, option_string)
-
-
-@functools.cache
-def _renamed(base: type) -> type:
-    return type(f"Renamed{base.__name__}", (_Renamed, base), {})
+        setattr(namespace, self.dest, values)
 
 
 def add_model_flags(p: argparse.ArgumentParser) -> None:
@@ -257,63 +290,10 @@ def user_errors():
         sys.exit(2)
 
 
-class _QuietImport:
-    """A meta-path finder that imports TensorFlow with the process's stderr (file descriptor 2)
-    pointed at /dev/null: its C++ start-up lines ("All log messages before
-    absl::InitializeLog()...", "oneDNN custom operations are on...", written before any log level
-    applies) are noise for this toolkit's users. A Python error of the import is still raised, and
-    shown once stderr is back."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "tensorflow":
-            return None
-        sys.meta_path.remove(self)  # once; and let the real finders find it
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        real = spec.loader.exec_module
-
-        def exec_module(module):
-            sys.stderr.flush()
-            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 2)
-            try:
-                real(module)
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                os.close(null)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-def quiet_start(verbose: bool) -> None:
-    """What a command prints before its own first line: TensorFlow's and transformers' start-up
-    noise silenced, unless --verbose or the user set their variables themselves."""
-    if verbose or os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2") not in ("1", "2", "3"):
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0")
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # "Token indices sequence length is longer than the specified maximum": windowing follows.
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    if "tensorflow" not in sys.modules and not any(isinstance(f, _QuietImport)
-                                                   for f in sys.meta_path):
-        sys.meta_path.insert(0, _QuietImport())
-
-
-def quiet_argv(argv=None) -> list[str]:
-    """A command's arguments (sys.argv[1:] by default) without --verbose, which every command
-    takes, after quiet_start for it: what each main() does first."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    quiet_start("--verbose" in argv)
-    return [a for a in argv if a != "--verbose"]
-
-
 def run_main(parse_args, run, argv=None, prepare=None) -> int:
-    """A CLI's main(): start-up noise silenced (quiet_start; --verbose, which every command
-    takes, keeps it), logging set up as every tool logs, flags parsed, run(args) with the user's
-    errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
+    """A CLI's main(): start-up noise silenced (albert.cli.quiet_start; --verbose, which every
+    command takes, keeps it), logging set up as every tool logs, flags parsed, run(args) with the
+    user's errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
     prepare's checks need no TensorFlow, and their FlagError is answered before run() imports
     it, so a typo costs no wait."""
     argv = quiet_argv(argv)

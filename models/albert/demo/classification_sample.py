@@ -15,7 +15,6 @@ files (run_classifier's --test_file).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import random
@@ -132,17 +131,21 @@ def write_task(output_dir: str, task: str = "topic", topics=DEFAULT_TOPICS, seed
     return counts
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output_dir", required=True)
-    p.add_argument("--sample_task", choices=("topic", "same_topic"), default="topic",
+    p.add_argument("--sample_task", action=flags.Renamed, old=("--task",),
+                   choices=("topic", "same_topic"), default="topic",
                    help="topic: a sentence's help topic; same_topic: whether two sentences "
                         "share theirs (a pair of texts)")
-    flags.add_alias(p, "--sample_task", "--task")
     p.add_argument("--topics", default=",".join(DEFAULT_TOPICS),
                    help="comma-separated pydoc help topics (python -m pydoc topics lists them)")
     p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv=None) -> int:
+    p = build_parser()
     args = p.parse_args(argv)
     topics = tuple(t.strip() for t in args.topics.split(",") if t.strip())
     if len(topics) < 2:

@@ -13,7 +13,6 @@ fixed rule, not a choice), and draws the pictures into <demo_dir>/pretraining_pa
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -224,16 +223,19 @@ def draw(demo_dir: str, curves: dict[str, dict], path: str) -> None:
     plt.close(fig)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--demo_dir", required=True, help="the demo's output directory")
     p.add_argument("--seeds", type=int, nargs="+", required=True,
                    help="the fine-tune seeds (each start ran once per seed)")
     p.add_argument("--answers", type=int, default=4,
                    help="how many dev questions (the first of the dev file) both starts answer")
     p.add_argument("--no_picture", action="store_true", help="do not draw the picture")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     with flags.user_errors():
         print_pretraining(args.demo_dir)
         curves = {}

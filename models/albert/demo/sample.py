@@ -13,7 +13,6 @@ Written in BERT's layout: one sentence per line, documents separated by blank li
 
 from __future__ import annotations
 
-import argparse
 import ast
 import os
 import re
@@ -98,16 +97,19 @@ def write_corpus(path: str, source: str = "pydoc", max_bytes: int | None = None)
     return written
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output", required=True, help="the corpus file to write")
     p.add_argument("--source", choices=("pydoc", "docstrings", "pydoc+facts"), default="pydoc",
                    help="pydoc: the help topics; docstrings: the standard library's docstrings; "
                         "pydoc+facts: the help topics and the demo's registry")
     p.add_argument("--max_mb", type=float, default=None,
                    help="stop after this many MB (default: the whole source)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     size = write_corpus(args.output, args.source,
                         int(args.max_mb * 1e6) if args.max_mb else None)
     print(f"wrote {size / 1e6:.2f} MB to {args.output}")

@@ -18,7 +18,6 @@ is_impossible), so run_squad and squad_eval read it like the real files.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -187,15 +186,14 @@ def write_sample(output_dir: str, version: str = "v2.0", train_questions: int = 
     return paths[0], paths[1]
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=flags.HelpFormatter)
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--output_dir", required=True)
-    p.add_argument("--squad_version", choices=tuple(VERSIONS), default="squadv2",
+    p.add_argument("--squad_version", action=flags.Renamed, old=("--version",),
+                   old_values={v: k for k, v in VERSIONS.items()}, choices=tuple(VERSIONS),
+                   default="squadv2",
                    help="squadv2: a third of the questions unanswerable (v1.1 and v2.0 are read "
                         "as squadv1 and squadv2)")
-    flags.add_alias(p, "--squad_version", "--version",
-                    values={v: k for k, v in VERSIONS.items()})
     p.add_argument("--train_questions", type=int, default=2000)
     p.add_argument("--dev_questions", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
@@ -205,6 +203,11 @@ def main(argv=None):
                    help="facts: the question repeats the fact's wording; paraphrase: "
                         "albert.demo.facts' language, dev asks in wordings the training split "
                         "never uses")
+    return p
+
+
+def main(argv=None):
+    p = build_parser()
     args = p.parse_args(argv)
     if args.hard and args.style == "paraphrase":
         p.error("--hard is for --style facts (paraphrase questions always have distractors)")
