@@ -2,6 +2,10 @@
 defines, lazily, and nothing else is offered."""
 
 import importlib
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -21,3 +25,45 @@ def test_every_public_name_is_its_modules_object():
 def test_an_unknown_name_is_an_attribute_error_naming_it():
     with pytest.raises(AttributeError, match="'from_pretrained'"):
         albert.from_pretrained  # noqa: B018 - the old entry point is gone, said by name
+
+
+# What a fresh interpreter holds after each step: the albert modules loaded, and whether
+# TensorFlow or Keras is. This process cannot tell (conftest has imported Keras, and a name once
+# imported stays in sys.modules), hence a new interpreter.
+LAZINESS_PROBE = """
+import json, sys
+
+def loaded():
+    return {"albert": sorted(m for m in sys.modules if m.split(".")[0] == "albert"),
+            "tensorflow": any(m.split(".")[0] in ("tensorflow", "keras") for m in sys.modules)}
+
+steps = {}
+import albert
+steps["import albert"] = loaded()
+error = albert.AlbertError
+steps["albert.AlbertError"] = loaded()
+config = albert.AlbertConfig
+steps["albert.AlbertConfig"] = loaded()
+steps["same objects"] = (error is sys.modules["albert.errors"].AlbertError
+                         and config is sys.modules["albert.model.config"].AlbertConfig)
+print(json.dumps(steps))
+"""
+
+
+@pytest.mark.e2e
+def test_import_albert_loads_nothing_until_a_name_is_asked_for():
+    """`import albert` loads no module of the package and no TensorFlow; a name loads its own
+    module when first asked for, and only that (with what it imports). The names that do need
+    TensorFlow are left out: importing it would cost this test most of its time, and
+    test_every_public_name_is_its_modules_object already resolves them."""
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(albert.__file__))}
+    out = subprocess.run([sys.executable, "-c", LAZINESS_PROBE], env=env, capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    steps = json.loads(out.strip().splitlines()[-1])
+    assert steps["import albert"] == {"albert": ["albert"], "tensorflow": False}
+    assert steps["albert.AlbertError"] == {"albert": ["albert", "albert.errors"],
+                                           "tensorflow": False}
+    assert steps["albert.AlbertConfig"] == {
+        "albert": ["albert", "albert.errors", "albert.model", "albert.model.config"],
+        "tensorflow": False}
+    assert steps["same objects"] is True
