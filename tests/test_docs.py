@@ -130,7 +130,7 @@ def test_the_docs_check_catches_what_drifts():
     fine = ("```bash\n"
             "python -m albert.run_squad --train_file $DATA/train.json --xla on \\\n"
             "    --per_gpu_batch_size ${BATCH} 2>&1 | tee log  # a comment\n"
-            "horovodrun -np 2 python -m albert.export --checkpoint_path <run> --head qa "
+            "nice -n 5 python -m albert.export --checkpoint_path <run> --head qa "
             "--output_dir out && echo done\n"
             "python -m albert.run_pretraining ... --precision bf16\n"
             "bash scripts/demo.sh\n```\n"
