@@ -67,7 +67,7 @@ def parse_problem(tool: str, args: list[str]) -> str | None:
         parser = tool_parser(tool)
     except ModuleNotFoundError:
         return f"there is no albert.{tool}"
-    options = parser._option_string_actions
+    options = parser.option_actions()
     fragment, previous, resolved = False, None, []
     for arg in args:
         takes_value = previous in options and options[previous].nargs != 0
@@ -83,7 +83,7 @@ def parse_problem(tool: str, args: list[str]) -> str | None:
         resolved.append(arg)
         previous = arg
     if fragment:
-        for action in parser._actions:
+        for action in parser.actions():
             action.required = False
     err = io.StringIO()
     try:
