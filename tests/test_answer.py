@@ -210,8 +210,8 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     from albert import answer
     from albert.data import squad
     from albert.data.tokenization import load_tokenizer
-    from albert.tasks.squad import score
-    from albert.train.run_spec import Outputs, RunSpec
+    from albert.tasks.squad import SquadOptions, score
+    from albert.train.run_spec import Data, Outputs, RunSpec
 
     _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
                           seed=5)
@@ -226,17 +226,17 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     start, end = fake_logits([f.input_ids for f in features], None, None)
     results = {i: (start[i], end[i]) for i in range(len(features))}
     def squad_spec(threshold):
-        return RunSpec(task="squad", data={"predict": [dev]},
+        return RunSpec(task="squad", data=Data(predict=dev),
                        outputs=Outputs(output_dir=str(tmp_path / "pred")),
-                       options={"squad_version": None, "n_best_size": args.n_best_size,
-                                "max_answer_length": args.max_answer_length,
-                                "null_score_diff_threshold": threshold})
+                       options=SquadOptions(n_best_size=args.n_best_size,
+                                            max_answer_length=args.max_answer_length,
+                                            null_score_diff_threshold=threshold))
 
-    score(squad_spec(0.0), examples, data, prefix, results)
+    score(squad_spec(0.0), examples, data, prefix, results, "v2.0")
     # Again at a threshold that leaves some questions without an answer.
     null_odds = json.loads((tmp_path / "pred" / "null_odds.json").read_text())
     args.null_score_diff_threshold = float(sorted(null_odds.values())[len(null_odds) // 2]) + 1e-4
-    score(squad_spec(args.null_score_diff_threshold), examples, data, prefix, results)
+    score(squad_spec(args.null_score_diff_threshold), examples, data, prefix, results, "v2.0")
     capsys.readouterr()
     predictions = json.loads((tmp_path / "pred" / "predictions.json").read_text())
     nbest = json.loads((tmp_path / "pred" / "nbest_predictions.json").read_text())

@@ -26,7 +26,6 @@ or prefix; --load_from pretrained: an exported classifier); a checkpoint without
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 
@@ -52,8 +51,9 @@ from albert.cli.resolve import (
 )
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
 from albert.io.savedmodel import check_export_dir
-from albert.tasks.classification import FEATURES, REPORTED, ClassifierTask
+from albert.tasks.classification import FEATURES, REPORTED, ClassifierOptions, ClassifierTask
 from albert.tasks.runner import check_keep_best, run_or_plan
+from albert.train.run_spec import Data
 
 
 def build_parser() -> Parser:
@@ -103,14 +103,13 @@ def parse_args(argv=None, parser=None):
     """The flags of argv, checked. `parser`: build_parser()'s unless given (the SageMaker
     launcher gives one that raises FlagError instead of exiting)."""
     p = parser or build_parser()
-    args = p.parse_args(argv)
-    resolve_paths(args)
+    args = resolve_paths(p.parse_args(argv))
     if not (args.train_file or args.eval_file or args.test_file):
         p.error("give --train_file, --eval_file, --test_file, or several")
     return args
 
 
-def task_options(args) -> dict:
+def task_options(args, max_seq_length: int) -> ClassifierOptions:
     """--glue_task, then the column, --task and --labels flags over it: the columns of the
     labelled files and of the file to predict, classification or regression (None: not said),
     labels (None: not known yet) and the metric reported first."""
@@ -139,11 +138,11 @@ def task_options(args) -> dict:
         if task == "regression":
             raise FlagError("--labels is for classification, not --task regression")
         labels_flag = f"--labels {args.labels}"
-    return {"columns": columns, "predict_columns": predict_columns, "task": task,
-            "labels": labels, "labels_flag": labels_flag,
-            "metric": preset.metric if preset else None, "padding": args.padding,
-            "pad_to_multiple_of": args.pad_to_multiple_of,
-            "eval_batch_size": args.eval_batch_size}
+    return ClassifierOptions(
+        max_seq_length=max_seq_length, columns=columns, predict_columns=predict_columns,
+        kind=task, labels=labels, labels_flag=labels_flag,
+        metric=preset.metric if preset else None, padding=args.padding,
+        pad_to_multiple_of=args.pad_to_multiple_of, eval_batch_size=args.eval_batch_size)
 
 
 def resolve(args):
@@ -152,18 +151,13 @@ def resolve(args):
     (the model's own for an evaluation-only run), the task, the vocabulary, --keep_best and
     --export_dir."""
     check_training_flags(args)
-    settle_features(args, FEATURES)
+    features = settle_features(args, FEATURES)
     if args.pad_to_multiple_of < 1:
         raise FlagError(f"--pad_to_multiple_of must be at least 1, got {args.pad_to_multiple_of}")
-    options = task_options(args)
+    options = task_options(args, features["max_seq_length"])
     spec = resolve_spec(
-        args, options["task"] or "classification",
-        features={"max_seq_length": args.max_seq_length,
-                  "columns": list(dataclasses.astuple(options["columns"]))},
-        data={role: [path] if path else [] for role, path in (
-            ("train", args.train_file), ("eval", args.eval_file),
-            ("predict", args.test_file))},
-        options=options)
+        args, options.kind or "classification", options=options,
+        data=Data(train=args.train_file, eval=args.eval_file, predict=args.test_file))
     if args.plan_only:
         return spec
     check_export_dir(spec)  # before any other work: the export comes at the end of the run

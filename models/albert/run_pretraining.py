@@ -17,8 +17,9 @@ import sys
 
 from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_main
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
-from albert.tasks.pretraining import PretrainingTask
+from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
 from albert.tasks.runner import run_or_plan
+from albert.train.run_spec import Data
 
 
 def build_parser() -> Parser:
@@ -71,18 +72,13 @@ def parse_args(argv=None, parser=None):
 def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec)."""
     check_training_flags(args)
-    return resolve_spec(
-        args, "pretraining",
-        features={"max_seq_length": args.max_seq_length,
-                  "max_predictions_per_seq": args.max_predictions_per_seq,
-                  "shuffle_buffer": args.shuffle_buffer},
-        data={"train": [args.train_dir], "val": [args.val_dir] if args.val_dir else []},
-        options={"filesystem_prefix": args.filesystem_prefix,
-                 "skip_corrupt_records": args.skip_corrupt_records,
-                 **{name: getattr(args, name) for name in (
-                     "validation_frequency", "squad_frequency", "squad_train_file",
-                     "squad_predict_file", "squad_steps", "squad_max_seq_length",
-                     "squad_batch_size", "squad_learning_rate")}})
+    options = PretrainingOptions(**{name: getattr(args, name) for name in (
+        "max_seq_length", "max_predictions_per_seq", "shuffle_buffer", "filesystem_prefix",
+        "skip_corrupt_records", "validation_frequency", "squad_frequency", "squad_train_file",
+        "squad_predict_file", "squad_steps", "squad_max_seq_length", "squad_batch_size",
+        "squad_learning_rate")})
+    return resolve_spec(args, "pretraining", options=options,
+                        data=Data(train=args.train_dir, val=args.val_dir))
 
 
 def run(args) -> int:

@@ -42,7 +42,8 @@ from albert.cli.resolve import (
 )
 from albert.io.savedmodel import check_export_dir
 from albert.tasks.runner import check_keep_best, run_or_plan
-from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadTask
+from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadOptions, SquadTask
+from albert.train.run_spec import Data
 
 
 def build_parser() -> Parser:
@@ -79,8 +80,7 @@ def parse_args(argv=None, parser=None):
     """The flags of argv, checked. `parser`: build_parser()'s unless given (the SageMaker
     launcher gives one that raises FlagError instead of exiting)."""
     p = parser or build_parser()
-    args = p.parse_args(argv)
-    resolve_paths(args)
+    args = resolve_paths(p.parse_args(argv))
     if not args.train_file and not args.predict_file:
         p.error("give --train_file, --predict_file or both")
     return args
@@ -91,15 +91,14 @@ def resolve(args):
     without TensorFlow: counts and directories, files that must exist, the windows (the
     model's own for an evaluation-only run), the vocabulary, --keep_best and --export_dir."""
     check_training_flags(args)
-    settle_features(args, WINDOWS)
-    spec = resolve_spec(
-        args, "squad", features={**{name: getattr(args, name) for name in WINDOWS},
-                                 "padding": args.padding},
-        data={"train": [args.train_file] if args.train_file else [],
-              "predict": [args.predict_file] if args.predict_file else []},
-        options={name: getattr(args, name) for name in (
-            "squad_version", "n_best_size", "max_answer_length", "null_score_diff_threshold",
-            "eval_batch_size")})
+    options = SquadOptions(
+        **settle_features(args, WINDOWS), padding=args.padding,
+        squad_version=VERSIONS.get(args.squad_version), n_best_size=args.n_best_size,
+        max_answer_length=args.max_answer_length,
+        null_score_diff_threshold=args.null_score_diff_threshold,
+        eval_batch_size=args.eval_batch_size)
+    spec = resolve_spec(args, "squad", options=options,
+                        data=Data(train=args.train_file, predict=args.predict_file))
     if args.plan_only:
         return spec
     check_export_dir(spec)  # before any other work: the export comes at the end of the run

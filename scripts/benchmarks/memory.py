@@ -51,13 +51,14 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
     trial steps (while this run's weights, gradients and optimizer slots are held), else from the
     plan against --memory_budget_gb or the available memory."""
     from albert.tasks.losses import pretraining_loss
+    from albert.tasks.pretraining import PretrainingOptions
     from albert.train.memory import micro_batch_trial, resolve_auto_batch, synthetic_batch
     from albert.train.run_spec import Batching, Execution, RunSpec
 
     spec = RunSpec(
         task="pretraining",
-        features={"max_seq_length": args.max_seq_length,
-                  "max_predictions_per_seq": args.max_predictions_per_seq},
+        options=PretrainingOptions(max_seq_length=args.max_seq_length,
+                                   max_predictions_per_seq=args.max_predictions_per_seq),
         batching=Batching(per_gpu_batch_size="auto", global_batch_size=args.auto_global_batch,
                           memory_budget_gb=args.memory_budget_gb if device == "cpu" else None,
                           recompute=args.recompute),

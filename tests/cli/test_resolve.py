@@ -72,8 +72,10 @@ def paths(**flags):
                 output_dir="out", checkpoint_dir=None, log_dir=None, cache_dir=None,
                 overwrite_output_dir=False, overwrite_checkpoint_dir=False)
     args = argparse.Namespace(**{**base, **flags})
-    resolve.resolve_paths(args)
-    return args
+    as_parsed = vars(args).copy()
+    resolved = resolve.resolve_paths(args)
+    assert vars(args) == as_parsed  # the parsed flags stay as parsed
+    return resolved
 
 
 def test_resolve_paths_puts_relative_files_under_the_prefix_and_directories_under_output():
@@ -136,8 +138,8 @@ def test_an_evaluation_only_run_takes_its_models_windows_and_refuses_others(tmp_
     write_task_card(str(model), {"task": "squad", "features": {"max_seq_length": 128}})
     defaults = {"max_seq_length": 384, "doc_stride": 128}
     args = model_args(checkpoint_path=str(model), max_seq_length=None, doc_stride=None)
-    resolve.settle_features(args, defaults)
-    assert (args.max_seq_length, args.doc_stride) == (128, 128)  # the card's, else the default
+    assert resolve.settle_features(args, defaults) == {"max_seq_length": 128, "doc_stride": 128}
+    assert (args.max_seq_length, args.doc_stride) == (None, None)  # the flags stay as parsed
     args = model_args(checkpoint_path=str(model), max_seq_length=256, doc_stride=None)
     with pytest.raises(FlagError) as refused:
         resolve.settle_features(args, defaults)
@@ -147,8 +149,7 @@ def test_an_evaluation_only_run_takes_its_models_windows_and_refuses_others(tmp_
     # A training run takes the defaults: its model's card is not consulted.
     args = model_args(checkpoint_path=str(model), train_file="t.json", max_seq_length=None,
                       doc_stride=None)
-    resolve.settle_features(args, defaults)
-    assert args.max_seq_length == 384
+    assert resolve.settle_features(args, defaults)["max_seq_length"] == 384
 
 
 def test_column_flag_is_a_position_only_without_a_header():

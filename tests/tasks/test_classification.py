@@ -7,22 +7,29 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from albert.tasks.classification import ClassifierTask, score, write_predictions
+from albert.tasks.classification import (
+    ClassifierOptions,
+    ClassifierTask,
+    score,
+    write_predictions,
+)
+from albert.train.run_spec import Data, Outputs, RunSpec
 
 
-def task_of(tmp_path, sample_vocab, *flags):
-    from albert import run_classifier
-
+def task_of(tmp_path, sample_vocab, **options):
     for name in ("train.tsv", "dev.tsv"):
         (tmp_path / name).write_text("x")
-    return ClassifierTask(run_classifier.resolve(run_classifier.parse_args([
-        "--train_file", str(tmp_path / "train.tsv"), "--eval_file", str(tmp_path / "dev.tsv"),
-        "--spm_model", sample_vocab, "--output_dir", str(tmp_path / "out"), *flags])))
+    return ClassifierTask(RunSpec(
+        task=options.get("kind") or "classification", options=ClassifierOptions(**options),
+        vocabulary=sample_vocab,
+        data=Data(train=str(tmp_path / "train.tsv"), eval=str(tmp_path / "dev.tsv")),
+        outputs=Outputs(output_dir=str(tmp_path / "out"),
+                        cache_dir=str(tmp_path / "out" / "cache"))))
 
 
 def test_score_writes_the_scores_and_every_prediction_by_label_name(tmp_path, sample_vocab,
                                                                     capsys):
-    task = task_of(tmp_path, sample_vocab, "--labels", "no,yes,maybe")
+    task = task_of(tmp_path, sample_vocab, labels=("no", "yes", "maybe"))
     logits = np.array([[2.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
     scores = score(task, np.array([0, 1, 2, 3]), logits, np.array([0, 1, 1, 1]), step=7)
     assert scores["accuracy"] == 0.75
@@ -38,7 +45,7 @@ def test_score_writes_the_scores_and_every_prediction_by_label_name(tmp_path, sa
 
 
 def test_a_regressions_predictions_keep_every_digit(tmp_path, sample_vocab):
-    task = task_of(tmp_path, sample_vocab, "--task", "regression")
+    task = task_of(tmp_path, sample_vocab, kind="regression")
     logits = np.array([[0.123456789], [2.5], [4.0]])
     scores = score(task, np.array([0, 1, 2]), logits, np.array([0.1, 2.4, 4.2]), step=1)
     assert scores["pearson"] > 0.99
@@ -51,7 +58,7 @@ def test_a_regressions_predictions_keep_every_digit(tmp_path, sample_vocab):
 
 
 def test_glue_submission_layout_names_the_labels(tmp_path, sample_vocab):
-    task = task_of(tmp_path, sample_vocab, "--labels", "entailment,not_entailment")
+    task = task_of(tmp_path, sample_vocab, labels=("entailment", "not_entailment"))
     path = write_predictions(str(tmp_path / "RTE.tsv"), task, np.array([5, 6]),
                              np.array([[0.2, 0.1], [0.0, 0.9]]))
     assert open(path).read() == "index\tprediction\n5\tentailment\n6\tnot_entailment\n"
@@ -59,7 +66,7 @@ def test_glue_submission_layout_names_the_labels(tmp_path, sample_vocab):
 
 def test_the_baseline_is_the_training_sets_majority_class_on_the_evaluation(tmp_path,
                                                                            sample_vocab):
-    task = task_of(tmp_path, sample_vocab, "--labels", "no,yes")
+    task = task_of(tmp_path, sample_vocab, labels=("no", "yes"))
     task.examples = {"train": [SimpleNamespace(label=x) for x in ("yes", "yes", "no")],
                      "eval": [SimpleNamespace(label=x) for x in ("no", "no", "no", "yes")]}
     assert task.baseline({"eval": {}}) == "majority class (yes): accuracy 0.2500"
@@ -70,7 +77,7 @@ def test_the_baseline_is_the_training_sets_majority_class_on_the_evaluation(tmp_
 
 
 def test_a_fine_tune_at_the_majority_class_learned_nothing(tmp_path, sample_vocab):
-    task = task_of(tmp_path, sample_vocab, "--labels", "no,yes")
+    task = task_of(tmp_path, sample_vocab, labels=("no", "yes"))
     gold = ["no"] * 300 + ["yes"] * 100  # majority 0.75; two standard errors ~0.043
     task.examples = {"train": [SimpleNamespace(label="no")],
                      "eval": [SimpleNamespace(label=x) for x in gold]}
@@ -78,3 +85,24 @@ def test_a_fine_tune_at_the_majority_class_learned_nothing(tmp_path, sample_voca
     assert task.learned_nothing({"eval": {"accuracy": 0.73}})
     assert not task.learned_nothing({"eval": {"accuracy": 0.85}})
     assert not task.learned_nothing({})
+
+
+def test_setup_returns_the_labels_the_training_file_settles_and_leaves_the_spec(tmp_path,
+                                                                               sample_vocab):
+    """Issue 36 item 1: the data settles the task and the labels in id order (sorted, when no
+    flag gave them); setup returns them for the runner's one fold, and the spec it was built
+    with stays as it was."""
+    from albert.data.tokenization import load_tokenizer
+    from albert.train.distributed import Distributed
+
+    task = task_of(tmp_path, sample_vocab)
+    rows = ["sentence\tlabel", "a good film\tpos", "a bad film\tneg", "fine\tpos"]
+    (tmp_path / "train.tsv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "dev.tsv").write_text("\n".join(rows[:3]) + "\n")
+    before = task.spec
+    settled = task.setup(Distributed(), load_tokenizer(sample_vocab))
+    assert settled == {"task": "classification",
+                       "options": ClassifierOptions(kind="classification",
+                                                    labels=("neg", "pos"))}
+    assert task.spec is before and task.label_names == ("neg", "pos")
+    assert before.replace(**settled).options.identity()["labels"] == ["neg", "pos"]

@@ -82,7 +82,7 @@ def test_inference_is_traced_once_per_model_and_xla_setting_and_picks_the_output
 
 def test_the_task_base_defaults():
     task = Task(spec=None)
-    assert task.evaluations(None, None, None) == [] and task.labels() is None
+    assert task.evaluations(None, None, None) == [] and task.setup(None, None) == {}
     assert task.training_examples() is None and task.baseline({}) is None
     assert task.headline("eval", {"f1": 0.5, "loss": 2, "note": "x"}) == "f1 0.5000 loss 2.0000"
     evaluation = Evaluation("eval", 0, lambda xla, step: {})

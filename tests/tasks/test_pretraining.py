@@ -8,17 +8,17 @@ import tensorflow as tf
 from helpers import PREDS, SEQ
 
 from albert.errors import DataError
-from albert.tasks.pretraining import PretrainingTask, unigram_mlm_accuracy
+from albert.tasks.pretraining import PretrainingOptions, PretrainingTask, unigram_mlm_accuracy
 from albert.train.distributed import Distributed
+from albert.train.run_spec import Batching, Data, RunSpec
 
 
-def task_of(records, *flags):
-    from albert import run_pretraining
-
-    return PretrainingTask(run_pretraining.resolve(run_pretraining.parse_args([
-        "--filesystem_prefix", str(records), "--train_dir", "train", "--total_steps", "4",
-        "--max_seq_length", str(SEQ), "--max_predictions_per_seq", str(PREDS),
-        "--per_gpu_batch_size", "8", *flags])))
+def task_of(records, val=None):
+    return PretrainingTask(RunSpec(
+        task="pretraining", total_steps=4, data=Data(train="train", val=val),
+        options=PretrainingOptions(filesystem_prefix=str(records), max_seq_length=SEQ,
+                                   max_predictions_per_seq=PREDS, validation_frequency=2),
+        batching=Batching(per_gpu_batch_size=8)))
 
 
 def write(path, examples, seq=8, preds=4):
@@ -50,14 +50,13 @@ def test_unigram_accuracy_is_the_share_of_the_most_frequent_real_masked_token(tm
 
 
 def test_setup_shares_the_files_out_and_reads_the_validation_set(sample_records):
-    task = task_of(sample_records, "--val_dir", "validation")
+    task = task_of(sample_records, val="validation")
     task.setup(Distributed(), None)
     assert len(task.train_files) == 4 and task.my_files == task.train_files
     assert task.val_files and all("validation" in f for f in task.val_files)
     assert [f.split(" (")[0] for f in task.data_files()] == task.train_files
     evaluations = task.evaluations(None, object(), Distributed())
-    assert [(e.prefix, e.frequency) for e in evaluations] == [
-        ("val", task.spec.options["validation_frequency"])]
+    assert [(e.prefix, e.frequency) for e in evaluations] == [("val", 2)]
     # The baseline counted here another way, one record at a time through its proto: the share
     # of the real (weighted) masked tokens that are the most frequent one.
     counts = collections.Counter()
@@ -80,7 +79,7 @@ def test_an_empty_validation_set_is_refused_at_setup(sample_records, tmp_path):
     (tmp_path / "val").mkdir()
     write(tmp_path / "val" / "empty.tfrecord", [], seq=SEQ, preds=PREDS)
     with pytest.raises(DataError, match="--val_dir 'val': all 1 file.s. are empty"):
-        task_of(tmp_path, "--val_dir", "val").setup(Distributed(), None)
+        task_of(tmp_path, val="val").setup(Distributed(), None)
 
 
 def test_the_summary_shows_mlm_and_sop_accuracy_and_squad_f1(sample_records):

@@ -2,6 +2,8 @@
 any work and kept only when an evaluation beats every earlier one, the final evaluation not run
 twice at one step, the closing summary line."""
 
+import ast
+import dataclasses
 import json
 import math
 import re
@@ -12,23 +14,28 @@ import pytest
 
 from albert.errors import FlagError
 from albert.tasks import Evaluation, Task, runner
+from albert.tasks.classification import ClassifierOptions
 from albert.train.distributed import Distributed
+from albert.train.run_spec import Data, Execution, Optimization, Outputs, RunSpec
 
 PROCESS_SEEN = time.time()  # this process started before its tests were imported
 
 
-def classifier_spec(tmp_path, sample_vocab, *flags):
-    from albert import run_classifier
-
+def classifier_spec(tmp_path, sample_vocab, keep_best=None, **changes):
+    """A classifier's spec as run_classifier resolves it, with the run's directories under
+    tmp_path/out."""
     for name in ("train.tsv", "dev.tsv"):
         (tmp_path / name).write_text("x")
-    return run_classifier.resolve(run_classifier.parse_args([
-        "--train_file", str(tmp_path / "train.tsv"), "--eval_file", str(tmp_path / "dev.tsv"),
-        "--spm_model", sample_vocab, "--output_dir", str(tmp_path / "out"), *flags]))
+    out = tmp_path / "out"
+    return RunSpec(task="classification", options=ClassifierOptions(), vocabulary=sample_vocab,
+                   data=Data(train=str(tmp_path / "train.tsv"), eval=str(tmp_path / "dev.tsv")),
+                   outputs=Outputs(output_dir=str(out), checkpoint_dir=str(out / "checkpoints"),
+                                   log_dir=str(out / "logs"), cache_dir=str(out / "cache"),
+                                   keep_best=keep_best), **changes)
 
 
 def test_keep_best_is_checked_before_any_work(tmp_path, sample_vocab):
-    spec = classifier_spec(tmp_path, sample_vocab, "--keep_best", "mcc")
+    spec = classifier_spec(tmp_path, sample_vocab, "mcc")
     runner.check_keep_best(spec, ("accuracy", "mcc", "loss"), "dev.tsv", "--eval_file")
     with pytest.raises(FlagError, match="--keep_best mcc is no metric this evaluation reports; "
                                         "one of accuracy, loss"):
@@ -43,7 +50,7 @@ def test_keep_best_keeps_only_an_improvement_and_records_it(tmp_path, sample_voc
     kept = []
     monkeypatch.setattr(runner, "save_pretrained",
                         lambda model, target, **kwargs: kept.append(target))
-    loss = classifier_spec(tmp_path, sample_vocab, "--keep_best", "loss")
+    loss = classifier_spec(tmp_path, sample_vocab, "loss")
     directory = tmp_path / "out" / "checkpoints"
     directory.mkdir(parents=True)
     dist = Distributed()
@@ -56,7 +63,7 @@ def test_keep_best_keeps_only_an_improvement_and_records_it(tmp_path, sample_voc
     assert record["best"] == {"metric": "loss", "value": 0.7, "step": 4,
                               **runner.evaluation_file(loss)}
     # Higher is better for every other metric; another metric starts over.
-    accuracy = classifier_spec(tmp_path, sample_vocab, "--keep_best", "accuracy")
+    accuracy = classifier_spec(tmp_path, sample_vocab, "accuracy")
     assert runner.keep_best(accuracy, None, {"accuracy": 0.1}, 12, dist)
     assert not runner.keep_best(accuracy, None, {"accuracy": 0.05}, 14, dist)
     assert runner.keep_best(accuracy, None, {"accuracy": 0.2}, 16, dist)
@@ -112,7 +119,7 @@ def test_keep_best_starts_afresh_when_the_evaluation_file_changes(tmp_path, samp
     """Issue 34 item 5: the best records the evaluation file (real path and checksum); a score
     on another file (a new path, or new content under the old one) is not measured against it."""
     monkeypatch.setattr(runner, "save_pretrained", lambda model, target, **kwargs: None)
-    spec = classifier_spec(tmp_path, sample_vocab, "--keep_best", "accuracy")
+    spec = classifier_spec(tmp_path, sample_vocab, "accuracy")
     (tmp_path / "out" / "checkpoints").mkdir(parents=True)
     dist = Distributed()
     assert runner.keep_best(spec, None, {"accuracy": 0.9}, 2, dist)
@@ -130,7 +137,7 @@ def test_keep_best_starts_afresh_when_the_evaluation_file_changes(tmp_path, samp
     assert not runner.keep_best(spec, None, {"accuracy": 0.4}, 8, dist)
     # Another file.
     (tmp_path / "dev2.tsv").write_text("x")
-    moved = spec.replace(data={**spec.data, "eval": [str(tmp_path / "dev2.tsv")]})
+    moved = spec.replace(data=Data(train=spec.data.train, eval=str(tmp_path / "dev2.tsv")))
     assert runner.keep_best(moved, None, {"accuracy": 0.3}, 10, dist)
     record = json.loads((tmp_path / "out" / "checkpoints" / "run.json").read_text())
     assert record["best"]["step"] == 10
@@ -141,7 +148,7 @@ def test_with_keep_best_the_summary_and_eval_results_name_the_exported_model(tmp
                                                                             sample_vocab):
     """Issue 34 item 11: the final model's scores are said to be its own, and which model was
     kept and exported (its step and score) is in the summary line and eval_results.json."""
-    spec = classifier_spec(tmp_path, sample_vocab, "--keep_best", "loss")
+    spec = classifier_spec(tmp_path, sample_vocab, "loss")
     out = tmp_path / "out"
     (out / "checkpoints" / "best").mkdir(parents=True)
     best = {"metric": "loss", "value": 0.25, "step": 4, **runner.evaluation_file(spec)}
@@ -177,9 +184,8 @@ def test_the_summary_duration_counts_the_command_s_start_up(tmp_path, sample_voc
     assert started <= PROCESS_SEEN and started > PROCESS_SEEN - 7 * 86400
     assert runner.process_started(str(tmp_path / "no-such-stat")) == runner._IMPORTED
     monkeypatch.setattr(runner, "process_started", lambda: time.time() - 3725)
-    spec = classifier_spec(tmp_path, sample_vocab, "--xla", "off")
-    task = _EvaluatedOnly(spec.replace(data={"eval": spec.data["eval"]}))
-    assert runner.run(task) == 0
+    spec = classifier_spec(tmp_path, sample_vocab, execution=Execution(xla="off"))
+    assert runner.run(_EvaluatedOnly, spec.replace(data=Data(eval=spec.data.eval))) == 0
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("summary: ")][0]
     assert re.match(r"summary: classification, evaluation only, 1h\d\dm\d\ds;", line), line
 
@@ -200,7 +206,8 @@ def test_a_fine_tune_that_ended_at_its_baseline_says_so_and_why(tmp_path, sample
     reader to compare: the summary says the model learned nothing and names the likely causes."""
     from albert.tasks.classification import ClassifierTask
 
-    task = ClassifierTask(classifier_spec(tmp_path, sample_vocab, "--learning_rate", "2e-5"))
+    task = ClassifierTask(classifier_spec(
+        tmp_path, sample_vocab, optimization=Optimization(learning_rate=2e-5)))
     task.examples = {"train": [types.SimpleNamespace(label="no")] * 3,
                      "eval": [types.SimpleNamespace(label=x) for x in ["no"] * 75 + ["yes"] * 25]}
     flat = runner.summary(task, "done", 120, 60, {"eval": {"accuracy": 0.75}}, None)
@@ -210,3 +217,59 @@ def test_a_fine_tune_that_ended_at_its_baseline_says_so_and_why(tmp_path, sample
     assert "too few updates (120)" in flat
     learned = runner.summary(task, "done", 120, 60, {"eval": {"accuracy": 0.93}}, None)
     assert "learned nothing" not in learned
+
+
+class _Settling(_EvaluatedOnly):
+    """An evaluation-only task whose data settles its task and labels; its evaluation keeps the
+    spec it sees."""
+    seen = []
+
+    def setup(self, dist, tokenizer):
+        return {"task": "regression",
+                "options": dataclasses.replace(self.spec.options, labels=("a", "b"))}
+
+    def evaluations(self, model, trainer, dist):
+        self.seen.append(self.spec)
+        return super().evaluations(model, trainer, dist)
+
+
+def test_what_setup_settles_is_folded_into_the_spec_every_later_step_sees(tmp_path,
+                                                                         sample_vocab):
+    spec = classifier_spec(tmp_path, sample_vocab, execution=Execution(xla="off"))
+    assert runner.run(_Settling, spec.replace(data=Data(eval=spec.data.eval))) == 0
+    (seen,) = _Settling.seen
+    assert (seen.task, seen.options.labels) == ("regression", ("a", "b"))
+    assert seen.replace(task="classification", options=spec.options) == spec.replace(
+        data=Data(eval=spec.data.eval))  # nothing else changed
+
+
+def test_the_spec_is_replaced_in_one_place_and_the_flags_are_never_written():
+    """Issue 36 item 1: a task's spec is set when it is built and replaced once, by the runner's
+    fold; albert.cli.resolve builds values from the parsed flags and never writes onto them."""
+    import pathlib
+
+    import albert
+
+    root = pathlib.Path(albert.__file__).parent
+    spec_writes, flag_writes = [], []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for node in ast.walk(function):
+                targets = node.targets if isinstance(node, ast.Assign) else \
+                    [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and target.attr == "spec":
+                        spec_writes.append(f"{path.relative_to(root)}:{function.name}:"
+                                           f"{ast.unparse(target)}")
+                    if isinstance(target, ast.Attribute) and \
+                            ast.unparse(target.value) == "args":
+                        flag_writes.append(f"{path.relative_to(root)}:{function.name}")
+                if isinstance(node, ast.Call) and ast.unparse(node.func) == "setattr" and \
+                        node.args and ast.unparse(node.args[0]) == "args":
+                    flag_writes.append(f"{path.relative_to(root)}:{function.name}")
+    assert sorted(set(spec_writes)) == ["tasks/__init__.py:__init__:self.spec",
+                                        "tasks/runner.py:_run:task.spec"]
+    assert [w for w in flag_writes if w.startswith("cli/resolve.py")] == []

@@ -1,16 +1,16 @@
 """The SQuAD task (albert.tasks.squad): its feature windows from the spec, what its summary shows,
 and the all-empty-answers baseline scored by the official rules of each version."""
 
-from albert.tasks.squad import SquadTask
+from albert.tasks.squad import SquadOptions, SquadTask
+from albert.train.run_spec import Data, Outputs, RunSpec
 
 
-def task_of(tmp_path, vocab, *flags):
-    from albert import run_squad
-
-    (tmp_path / "train.json").write_text("x")
-    return SquadTask(run_squad.resolve(run_squad.parse_args([
-        "--train_file", str(tmp_path / "train.json"), "--output_dir", str(tmp_path / "out"),
-        "--spm_model", vocab, "--doc_stride", "64", *flags])))
+def task_of(tmp_path, vocab, train=None, **options):
+    return SquadTask(RunSpec(
+        task="squad", options=SquadOptions(doc_stride=64, **options), vocabulary=vocab,
+        data=Data(train=train or str(tmp_path / "train.json")),
+        outputs=Outputs(output_dir=str(tmp_path / "out"),
+                        cache_dir=str(tmp_path / "out" / "cache"))))
 
 
 def data(*answerable):
@@ -23,7 +23,7 @@ def data(*answerable):
 
 
 def test_the_windows_are_the_specs(tmp_path, sample_vocab):
-    settings = task_of(tmp_path, sample_vocab, "--max_seq_length", "256").settings()
+    settings = task_of(tmp_path, sample_vocab, max_seq_length=256).settings()
     assert (settings.max_seq_length, settings.doc_stride, settings.max_query_length) == \
         (256, 64, 64)
 
@@ -35,7 +35,7 @@ def test_the_baseline_answers_nothing_and_scores_the_unanswerable_share(tmp_path
     assert task.baseline({}) is None
     v1 = data(True, True)
     v1["version"] = "1.1"
-    task = task_of(tmp_path, sample_vocab, "--squad_version", "squadv1")
+    task = task_of(tmp_path, sample_vocab, squad_version="v1.1")
     task.scored = (None, v1, None)
     assert task.baseline({"eval": {}}) == "all-empty answers: exact 0.00 F1 0.00"
 
@@ -57,3 +57,23 @@ def test_a_fine_tune_at_the_all_empty_score_learned_nothing(tmp_path, sample_voc
     assert not task.learned_nothing({"eval": {"f1": 36.0, "HasAns_f1": 30.0}})
     assert not task.learned_nothing({"eval": {"f1": 52.0, "HasAns_f1": 40.0}})
     assert not task.learned_nothing({})
+
+
+def test_setup_returns_the_version_of_the_training_file_once(tmp_path, sample_vocab):
+    """Issue 36 item 1: the SQuAD version is one setting in the files' spelling: a training run
+    settles it from its training file (unless --squad_version said it), for the runner's fold;
+    the file it scores keeps its own version's rules."""
+    from albert.data.tokenization import load_tokenizer
+    from albert.demo.squad_sample import write_sample
+    from albert.train.distributed import Distributed
+
+    for version in ("v2.0", "v1.1"):
+        train, _ = write_sample(str(tmp_path / version), version, train_questions=4,
+                                dev_questions=1, seed=1)
+        task = task_of(tmp_path / version, sample_vocab, train=train)
+        before = task.spec
+        settled = task.setup(Distributed(), load_tokenizer(sample_vocab))
+        assert settled == {"options": SquadOptions(doc_stride=64, squad_version=version)}
+        assert task.spec is before and before.options.squad_version is None
+        features = before.replace(**settled).options.identity()["features"]
+        assert features["squad_version"] == version and features["padding"] == "batch"

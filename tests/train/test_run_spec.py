@@ -177,7 +177,11 @@ def test_each_runner_resolves_its_flags_into_one_frozen_typed_spec(sample_vocab,
     import dataclasses
 
     from albert import run_classifier, run_pretraining, run_squad
-    from albert.train.run_spec import RunSpec
+    from albert.data.classification import Columns
+    from albert.tasks.classification import ClassifierOptions
+    from albert.tasks.pretraining import PretrainingOptions
+    from albert.tasks.squad import SquadOptions
+    from albert.train.run_spec import Data, RunSpec
 
     for name in ("train.json", "train.tsv", "dev.tsv"):
         (tmp_path / name).write_text("x")
@@ -186,9 +190,11 @@ def test_each_runner_resolves_its_flags_into_one_frozen_typed_spec(sample_vocab,
         "--output_dir", str(tmp_path / "squad"), "--learning_rate", "5e-5", "--doc_stride", "64",
         "--skip_xla", "--padding", "max", "--n_best_size", "7"]))
     assert isinstance(squad, RunSpec) and squad.task == "squad" and squad.trains
-    assert squad.features == {"max_seq_length": 384, "doc_stride": 64, "max_query_length": 64,
-                              "padding": "max"}
-    assert squad.data == {"train": [str(tmp_path / "train.json")], "predict": []}
+    assert squad.options == SquadOptions(doc_stride=64, padding="max", n_best_size=7)
+    assert squad.options.identity()["features"] == {
+        "max_seq_length": 384, "doc_stride": 64, "max_query_length": 64, "padding": "max",
+        "squad_version": None}  # the training file settles it (SquadTask.setup)
+    assert squad.data == Data(train=str(tmp_path / "train.json"))
     o = squad.optimization
     assert (o.optimizer, o.learning_rate, o.warmup_steps, o.warmup_proportion) == \
         ("adamw", 5e-5, None, 0.1)
@@ -196,34 +202,48 @@ def test_each_runner_resolves_its_flags_into_one_frozen_typed_spec(sample_vocab,
     assert squad.execution.xla == "off" and squad.execution.seed == 42
     assert squad.outputs.checkpoint_dir == str(tmp_path / "squad" / "checkpoints")
     assert squad.outputs.cache_dir == str(tmp_path / "squad" / "cache")
-    assert squad.vocabulary == sample_vocab and squad.options["n_best_size"] == 7
+    assert squad.vocabulary == sample_vocab
     assert squad.batching.plan(2).global_batch == 48  # the default micro-batch 24 x 2 ranks
     with pytest.raises(dataclasses.FrozenInstanceError):
         squad.task = "classification"
     with pytest.raises(dataclasses.FrozenInstanceError):
         squad.optimization.learning_rate = 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        squad.options.doc_stride = 32
+    assert run_squad.resolve(run_squad.parse_args([
+        "--train_file", str(tmp_path / "train.json"), "--spm_model", sample_vocab,
+        "--squad_version", "squadv1"])).options.squad_version == "v1.1"  # the files' spelling
 
     glue = run_classifier.resolve(run_classifier.parse_args([
         "--train_file", str(tmp_path / "train.tsv"), "--eval_file", str(tmp_path / "dev.tsv"),
         "--spm_model", sample_vocab, "--output_dir", str(tmp_path / "glue"), "--labels",
         "yes,no", "--text_a", "premise", "--text_b", "hypothesis", "--warmup_steps", "3"]))
-    assert glue.task == "classification" and glue.options["labels"] == ("yes", "no")
-    assert glue.features == {"max_seq_length": 128,
-                             "columns": ["premise", "hypothesis", "label", True]}
+    assert glue.task == "classification" and glue.options == ClassifierOptions(
+        columns=Columns("premise", "hypothesis", "label"),
+        predict_columns=Columns("premise", "hypothesis", "label"), labels=("yes", "no"),
+        labels_flag="--labels yes,no")
+    assert glue.options.identity() == {
+        "features": {"max_seq_length": 128, "columns": ["premise", "hypothesis", "label", True]},
+        "labels": ["yes", "no"]}
     assert glue.optimization.warmup_steps == 3 and glue.optimization.warmup_proportion is None
 
     pre = run_pretraining.resolve(run_pretraining.parse_args([
         "--train_dir", "shards", "--total_steps", "10", "--max_seq_length", "128",
         "--per_gpu_batch_size", "auto", "--global_batch_size", "64", "--precision", "bf16"]))
-    assert pre.task == "pretraining" and pre.total_steps == 10 and pre.data["train"] == ["shards"]
-    assert pre.features == {"max_seq_length": 128, "max_predictions_per_seq": 20,
-                            "shuffle_buffer": 10_000}
+    assert pre.task == "pretraining" and pre.total_steps == 10
+    assert pre.data == Data(train="shards")
+    assert pre.options == PretrainingOptions(max_seq_length=128)
+    assert pre.options.identity()["features"] == {
+        "max_seq_length": 128, "max_predictions_per_seq": 20, "shuffle_buffer": 10_000}
     assert pre.batching.auto and pre.batching.chosen(8, 8).plan(1).global_batch == 64
     assert pre.execution.precision == "bf16" and pre.optimization.optimizer == "lamb"
 
 
 def test_the_recorded_identity_holds_everything_that_decides_the_trajectory(sample_vocab):
+    import dataclasses
+
     from albert.model.config import AlbertConfig
+    from albert.tasks.squad import SquadOptions
     from albert.train.run_spec import (
         Execution,
         ModelSource,
@@ -235,13 +255,13 @@ def test_the_recorded_identity_holds_everything_that_decides_the_trajectory(samp
 
     spec = RunSpec(task="squad", model=ModelSource(load_from="pretrained",
                                                    checkpoint_path="/models/base"),
-                   vocabulary=sample_vocab, features={"max_seq_length": 128, "doc_stride": 64},
+                   vocabulary=sample_vocab,
+                   options=SquadOptions(max_seq_length=128, doc_stride=64, squad_version="v2.0"),
                    optimization=Optimization(learning_rate=3e-5, warmup_steps=None,
                                              warmup_proportion=0.1),
                    execution=Execution(precision="bf16", seed=7))
     config = AlbertConfig.from_preset("tiny", vocab_size=2000)
-    record = identity(spec, config=config, global_batch=48, total_steps=100, data=["t (1 bytes)"],
-                      labels=None)
+    record = identity(spec, config=config, global_batch=48, total_steps=100, data=["t (1 bytes)"])
     assert record["started_from"] == {"load_from": "pretrained", "checkpoint_path":
                                       "/models/base", "load_optimizer_state": False}
     assert record["vocabulary_sha256"] == file_sha256(sample_vocab)
@@ -249,6 +269,15 @@ def test_the_recorded_identity_holds_everything_that_decides_the_trajectory(samp
             record["seed"], record["precision"], record["global_batch"]) == \
         (3e-5, None, 0.1, 7, "bf16", 48)
     assert record["model_config"] == config.to_dict()
+    assert record["features"] == {"max_seq_length": 128, "doc_stride": 64,
+                                  "max_query_length": 64, "padding": "batch",
+                                  "squad_version": "v2.0"}
+    assert record["labels"] is None
+    # What decides neither the trajectory nor the answers' windows may change on a resume.
+    evaluated = spec.replace(options=dataclasses.replace(spec.options, n_best_size=5,
+                                                         eval_batch_size=8))
+    assert identity(evaluated, config=config, global_batch=48, total_steps=100,
+                    data=["t (1 bytes)"]) == record
     changed = identity(spec.replace(optimization=Optimization(learning_rate=1e-4)),
                        config=config, global_batch=48, total_steps=200, data=["t (1 bytes)"])
     assert differences(record, changed) == [
@@ -318,3 +347,76 @@ def test_no_module_below_the_command_line_takes_the_parsed_flags():
             if isinstance(node, ast.FunctionDef):
                 params = [a.arg for a in node.args.args + node.args.kwonlyargs]
                 assert "args" not in params, f"{name}: {node.name} takes args"
+
+
+def test_a_run_recorded_by_the_dict_layout_resumes_under_the_typed_options(sample_vocab):
+    """Issue 36 item 1: run.json's spec is written as the dict layout wrote it (its "features",
+    in the same order, and "labels" beside them), so a run directory recorded before the typed
+    options resumes, and a changed identity field is still named."""
+    from albert.data.classification import Columns
+    from albert.model.config import AlbertConfig
+    from albert.tasks.classification import ClassifierOptions
+    from albert.tasks.pretraining import PretrainingOptions
+    from albert.tasks.squad import SquadOptions
+    from albert.train.run_spec import Data, RunSpec, identity
+
+    # As the dict layout recorded them (spec.features, spec.labels of run.json), for runs
+    # resolved from each runner's defaults.
+    recorded = {
+        "squad": ({"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64,
+                   "padding": "batch", "squad_version": "v2.0"}, None),
+        "classification": ({"max_seq_length": 128,
+                            "columns": ["sentence", None, "label", True]}, ["neg", "pos"]),
+        "pretraining": ({"max_seq_length": 512, "max_predictions_per_seq": 20,
+                         "shuffle_buffer": 10000}, None),
+    }
+    typed = {
+        "squad": SquadOptions(squad_version="v2.0", n_best_size=5),
+        "classification": ClassifierOptions(columns=Columns("sentence", None, "label"),
+                                            labels=("neg", "pos"), kind="classification",
+                                            padding="max", metric="mcc"),
+        "pretraining": PretrainingOptions(filesystem_prefix="/fsx", squad_frequency=100),
+    }
+    config = AlbertConfig.from_preset("tiny", vocab_size=2000)
+    for task, (features, labels) in recorded.items():
+        now = identity(RunSpec(task=task, options=typed[task], vocabulary=sample_vocab,
+                               data=Data(train="t")),
+                       config=config, global_batch=32, total_steps=10, data=["t (1 bytes)"])
+        assert json.dumps(now["features"]) == json.dumps(features), task  # run.json's text
+        before = {**now, "features": features, "labels": labels}
+        assert check_resume({"spec": before}, now, "ckpt", 3) == now
+        changed = {**features, "max_seq_length": 64}
+        with pytest.raises(CheckpointError, match=r"differs in features\.max_seq_length: "
+                                                  r"recorded 64, now \d+"):
+            check_resume({"spec": {**before, "features": changed}}, now, "ckpt", 3)
+    # A SQuAD run recorded before --padding existed resumes as padded to max_seq_length.
+    before_padding = {k: v for k, v in recorded["squad"][0].items() if k != "padding"}
+    padded = identity(RunSpec(task="squad", options=SquadOptions(squad_version="v2.0",
+                                                                 padding="max"),
+                              vocabulary=sample_vocab, data=Data(train="t")),
+                      config=config, global_batch=32, total_steps=10, data=["t (1 bytes)"])
+    assert check_resume({"spec": {**padded, "features": before_padding}}, padded, "ckpt", 3)
+
+
+def test_each_task_option_says_whether_it_is_the_runs():
+    """What run.json records and a resume compares is declared on the options' fields."""
+    import dataclasses
+
+    from albert.tasks.classification import ClassifierOptions
+    from albert.tasks.pretraining import PretrainingOptions
+    from albert.tasks.squad import SquadOptions
+    from albert.train.run_spec import IDENTITY
+
+    def identity_fields(cls):
+        return {f.name: f.metadata[IDENTITY] for f in dataclasses.fields(cls)
+                if f.metadata.get(IDENTITY)}
+
+    assert identity_fields(SquadOptions) == dict.fromkeys(
+        ("max_seq_length", "doc_stride", "max_query_length", "padding", "squad_version"),
+        "features")
+    assert identity_fields(ClassifierOptions) == {"max_seq_length": "features",
+                                                  "columns": "features", "labels": "labels"}
+    assert identity_fields(PretrainingOptions) == dict.fromkeys(
+        ("max_seq_length", "max_predictions_per_seq", "shuffle_buffer"), "features")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SquadOptions().padding = "max"

@@ -2,11 +2,13 @@
 memory flags), the paths a fine-tuner's files take, the feature settings an evaluation-only run
 takes from its model, and resolve_spec, the one place where flags become the run spec
 (albert.train.run_spec.RunSpec) that everything below the command-line tools takes. Pure
-functions of the parsed flags (and the files they name), unit-tested in-process;
-albert.cli.flags holds the argparse groups themselves."""
+functions of the parsed flags (and the files they name): they return what they resolve and
+never write onto the flags. Unit-tested in-process; albert.cli.flags holds the argparse groups
+themselves."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 
@@ -17,11 +19,13 @@ from albert.train.distributed import launched_by_horovod
 from albert.train.memory import check_batching
 from albert.train.run_spec import (
     Batching,
+    Data,
     Execution,
     ModelSource,
     Optimization,
     Outputs,
     RunSpec,
+    TaskOptions,
     settle,
 )
 
@@ -41,50 +45,52 @@ def column_flag(value, header: bool, flag: str):
     return position
 
 
-def resolve_paths(args) -> None:
-    """A fine-tuner's paths. Relative input files are under --filesystem_prefix, as
-    run_pretraining's --train_dir is (the SageMaker launcher sets it to the FSx channel, and a
-    user names data files relative to the file system). The directories not given live under
-    --output_dir; and --overwrite_output_dir discards the run there as --overwrite_checkpoint_dir
-    does."""
+def resolve_paths(args) -> argparse.Namespace:
+    """A fine-tuner's flags with its paths resolved (a new Namespace; `args` is left as parsed).
+    Relative input files are under --filesystem_prefix, as run_pretraining's --train_dir is (the
+    SageMaker launcher sets it to the FSx channel, and a user names data files relative to the
+    file system). The directories not given live under --output_dir; and --overwrite_output_dir
+    discards the run there as --overwrite_checkpoint_dir does."""
+    resolved = {}
     prefix = getattr(args, "filesystem_prefix", ".")
     if prefix and prefix != ".":
         for name in ("train_file", "eval_file", "predict_file", "test_file"):
             path = getattr(args, name, None)
             if path and not os.path.isabs(path):
-                setattr(args, name, os.path.join(prefix, path))
+                resolved[name] = os.path.join(prefix, path)
     for name, sub in (("checkpoint_dir", "checkpoints"), ("log_dir", "logs"),
                       ("cache_dir", "cache")):
         if getattr(args, name, "unset") is None:
-            setattr(args, name, os.path.join(args.output_dir, sub))
+            resolved[name] = os.path.join(args.output_dir, sub)
     if getattr(args, "overwrite_output_dir", False):
-        inside = os.path.realpath(args.checkpoint_dir).startswith(
+        checkpoint_dir = resolved.get("checkpoint_dir", args.checkpoint_dir)
+        inside = os.path.realpath(checkpoint_dir).startswith(
             os.path.realpath(args.output_dir) + os.sep)
         if not inside and not args.overwrite_checkpoint_dir:
             raise FlagError(f"--overwrite_output_dir discards the run under --output_dir "
-                            f"{args.output_dir}; --checkpoint_dir {args.checkpoint_dir} lies "
+                            f"{args.output_dir}; --checkpoint_dir {checkpoint_dir} lies "
                             "elsewhere: add --overwrite_checkpoint_dir to discard that one")
-        args.overwrite_checkpoint_dir = True
+        resolved["overwrite_checkpoint_dir"] = True
+    return argparse.Namespace(**{**vars(args), **resolved})
 
 
-def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | None = None,
-                 options: dict | None = None):
+def resolve_spec(args, task: str, *, options: TaskOptions, data: Data):
     """The run spec (albert.train.run_spec.RunSpec) of a runner's parsed flags: the one place where
     flags become the objects the library takes. Pure: reads no file but the vocabulary's bytes
-    for its checksum (later, when recorded). `features`, `data`, `options`: the task's settings,
-    files by role, and knobs that do not define the run, from the runner's own flags."""
+    for its checksum (later, when recorded). `options`, `data`: the task's own settings (its
+    albert.tasks options class) and files by role, from the runner's own flags."""
     get = functools.partial(getattr, args)
     load_from = "pretrained" if args.load_from == "huggingface" else args.load_from
     return RunSpec(
         task=task,
+        options=options,
         model=ModelSource(load_from=load_from, checkpoint_path=args.checkpoint_path,
                           load_optimizer_state=bool(args.load_optimizer_state),
                           model_size=args.model_size, model_config=args.model_config,
                           config_override=tuple(args.config_override or ()),
                           vocab_size=args.vocab_size),
         vocabulary=args.spm_model,
-        features=dict(features or {}),
-        data=dict(data or {}),
+        data=data,
         total_steps=args.total_steps,
         num_train_epochs=get("num_train_epochs", None),
         optimization=Optimization(
@@ -95,11 +101,7 @@ def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | 
             warmup_proportion=get("warmup_proportion", None) if args.warmup_steps is None
             else None,
             weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm),
-        batching=Batching(per_gpu_batch_size=args.per_gpu_batch_size,
-                          global_batch_size=args.global_batch_size,
-                          gradient_accumulation_steps=args.gradient_accumulation_steps,
-                          default_micro_batch=args.default_micro_batch,
-                          memory_budget_gb=args.memory_budget_gb, recompute=args.recompute),
+        batching=batching_of(args),
         execution=Execution(precision=args.precision, fp16_allreduce=bool(args.fp16_allreduce),
                             xla="off" if args.skip_xla else args.xla, eager=bool(args.eager),
                             seed=args.seed),
@@ -114,8 +116,16 @@ def resolve_spec(args, task: str, *, features: dict | None = None, data: dict | 
                         keep_best=get("keep_best", None)),
         plan_only=bool(args.plan_only),
         plan_ranks=args.plan_ranks,
-        options=dict(options or {}),
     )
+
+
+def batching_of(args) -> Batching:
+    """The batch and memory flags as the spec holds them."""
+    return Batching(per_gpu_batch_size=args.per_gpu_batch_size,
+                    global_batch_size=args.global_batch_size,
+                    gradient_accumulation_steps=args.gradient_accumulation_steps,
+                    default_micro_batch=args.default_micro_batch,
+                    memory_budget_gb=args.memory_budget_gb, recompute=args.recompute)
 
 
 def plan_ranks(args) -> int:
@@ -138,17 +148,16 @@ def fine_tuned_path(args) -> str:
     return path
 
 
-def settle_features(args, defaults: dict) -> None:
-    """Feature flags left out (None): a training run takes `defaults`; an evaluation-only run
-    the settings its model was fine-tuned with (the task card of --checkpoint_path), and a flag
-    that differs from them is refused (other windows than training's give other answers)."""
+def settle_features(args, defaults: dict) -> dict:
+    """{name: value} of the feature flags in `defaults`; those left out (None): a training run
+    takes `defaults`; an evaluation-only run the settings its model was fine-tuned with (the task
+    card of --checkpoint_path), and a flag that differs from them is refused (other windows than
+    training's give other answers)."""
     card, where = None, "the model"
     if not args.train_file and args.load_from != "scratch":
         path = fine_tuned_path(args)
         card, where = read_task_card(path), f"--checkpoint_path {path}"
-    for name, value in settle({n: getattr(args, n) for n in defaults}, card, defaults,
-                              where).items():
-        setattr(args, name, value)
+    return settle({n: getattr(args, n) for n in defaults}, card, defaults, where)
 
 
 def tokenizer_path(args) -> str:
@@ -221,4 +230,4 @@ def check_directories(args) -> None:
 
 
 def check_memory_flags(args) -> None:
-    check_batching(resolve_spec(args, "check").batching)
+    check_batching(batching_of(args))

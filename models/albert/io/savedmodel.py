@@ -162,7 +162,7 @@ def check_export_dir(spec) -> None:
     at the end, when a refusal would waste the run and a replacement could take its checkpoints
     with it)."""
     out = spec.outputs
-    files = [p for paths in spec.data.values() for p in (paths or [])]
+    files = spec.data.files()
     check_output_dir(out.export_dir, "--export_dir", overwrite_flag=None,
                      protect=[out.checkpoint_dir, spec.model.checkpoint_path, out.output_dir,
                               out.log_dir, out.cache_dir, spec.vocabulary, *files])

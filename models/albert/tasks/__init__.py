@@ -29,7 +29,8 @@ class Evaluation:
 class Task:
     """The base every task extends. Attributes a task sets in setup(): loss_fn, metric_names,
     metrics_fn (the training loss and its metrics, losses.*), and what its examples are called
-    (`unit`)."""
+    (`unit`). Its spec is the one the runner hands it: replaced once, by the runner, with what
+    setup() returns folded in (albert.tasks.runner)."""
 
     name = "task"          # the run spec's task: pretraining | squad | classification | regression
     head = "pretraining"   # train.memory_plan's head: pretraining | squad | classifier
@@ -45,9 +46,12 @@ class Task:
         self.loss_fn = self.metric_names = self.metrics_fn = None
 
     # -- before the model -----------------------------------------------------------------------
-    def setup(self, dist, tokenizer) -> None:
+    def setup(self, dist, tokenizer) -> dict:
         """Read the data (every rank, so a bad row stops them all alike) and write feature
-        caches (rank 0)."""
+        caches (rank 0). Returns what the data settled that the flags left open, as RunSpec
+        fields to replace (the SQuAD version of the training file, a classifier's labels): {}
+        when nothing."""
+        return {}
 
     # -- the model ------------------------------------------------------------------------------
     def model_class(self):
@@ -77,11 +81,7 @@ class Task:
 
     def data_files(self) -> list[str]:
         """The training data as the run record holds it (run_spec.data_files)."""
-        return run_spec.data_files(self.spec.data["train"])
-
-    def labels(self):
-        """Labels in id order, for the run spec (None: the task has none)."""
-        return None
+        return run_spec.data_files([self.spec.data.train])
 
     def explain_data_error(self, error):
         """The error to raise for a corrupt input record (None: the original)."""

@@ -6,6 +6,7 @@ as the baseline."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import logging
 import math
@@ -21,6 +22,7 @@ from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
 from albert.tasks import Evaluation, Task, cached_features, inference_fn
 from albert.train.run_dir import read_run_record
+from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.classifier")
 
@@ -32,11 +34,29 @@ FEATURES = {"max_seq_length": 128}
 REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassifierOptions(TaskOptions):
+    """The sequence length, the labelled files' columns and the labels in id order decide the
+    run (the labels are recorded beside the features, as the task card carries them); which
+    metric is reported first, the test file's columns and how batches are padded do not."""
+    max_seq_length: int = identity_field(FEATURES["max_seq_length"])
+    columns: data.Columns = identity_field(data.Columns("sentence", None, "label"),
+                                           record=lambda c: list(dataclasses.astuple(c)))
+    labels: tuple[str, ...] | None = identity_field(None, under="labels", record=list)
+    predict_columns: data.Columns | None = None  # None: columns
+    kind: str | None = None  # --task: classification | regression (None: the model's, or labels)
+    labels_flag: str | None = None  # how the labels were asked for, for messages
+    metric: str | None = None  # reported first (None: accuracy, or pearson for regression)
+    # batch: each batch padded to its longest sequence, rounded up to pad_to_multiple_of; max: to
+    # max_seq_length. The same examples train together either way: only the pad width differs.
+    # (SQuAD's padding decides which windows share an update, and belongs to its run.)
+    padding: str = "batch"
+    pad_to_multiple_of: int = 8
+    eval_batch_size: int = 64
+
+
 class ClassifierTask(Task):
-    """spec.options: columns, predict_columns (data.Columns), task (classification | regression |
-    None: the fine-tuned model's), labels (in id order, or None: the training file's, or the
-    model's), metric (reported first), labels_flag (how the labels were asked for, for
-    messages), padding, pad_to_multiple_of, eval_batch_size."""
+    """spec.options: ClassifierOptions."""
 
     head = "classifier"
     export_task = "classification"
@@ -45,8 +65,8 @@ class ClassifierTask(Task):
     def __init__(self, spec):
         super().__init__(spec)
         o = spec.options
-        self.columns, self.predict_columns = o["columns"], o["predict_columns"]
-        self.kind, self.label_names, self.metric = o["task"], o["labels"], o["metric"]
+        self.columns, self.predict_columns = o.columns, o.predict_columns or o.columns
+        self.kind, self.label_names, self.metric = o.kind, o.labels, o.metric
         self.examples = {}
         self.train_prefix = self.eval_prefix = None
         self.train_values = None
@@ -60,44 +80,47 @@ class ClassifierTask(Task):
         return self.kind == "regression"
 
     def _settled(self) -> None:
-        """The spec with the decided task and labels (recorded, carried by the task card)."""
-        self.spec = self.spec.replace(task=self.name, features={
-            **self.spec.features, "labels": list(self.label_names) if self.label_names else None})
+        """The loss and metrics of the decided task."""
         self.loss_fn, self.metric_names, self.metrics_fn = self.loss
 
     # -- data -----------------------------------------------------------------------------------
-    def setup(self, dist, tokenizer) -> None:
+    def setup(self, dist, tokenizer) -> dict:
+        """Read every file; a training run settles its task and labels in id order (the flags',
+        else the training file's sorted)."""
         spec = self.spec
         self.tokenizer = tokenizer
         # Every rank reads and checks the files, so a bad row stops them all alike.
         for role, columns, labelled in (("train", self.columns, True),
                                         ("eval", self.columns, True),
                                         ("predict", self.predict_columns, False)):
-            if spec.data.get(role):
-                self.examples[role] = data.read_examples(spec.data[role][0], columns,
+            if getattr(spec.data, role):
+                self.examples[role] = data.read_examples(getattr(spec.data, role), columns,
                                                          labelled=labelled)
         if not spec.trains:
-            return
+            return {}
         self.kind = self.kind or "classification"
         if not self.regression and self.label_names is None:
             self.label_names = data.label_set(self.examples["train"])
             if len(self.label_names) < 2:
-                raise FlagError(f"{spec.data['train'][0]} has a single label "
+                raise FlagError(f"{spec.data.train} has a single label "
                                 f"({self.label_names[0]!r}): nothing to classify (give --labels, "
                                 "or --task regression)")
-        self.train_values = data.label_values(self.examples["train"], spec.data["train"][0],
+        self.train_values = data.label_values(self.examples["train"], spec.data.train,
                                               self.kind, self.label_names)
         self._settled()
         self.num_labels = 1 if self.regression else len(self.label_names)
         self.train_prefix = self._features("train", self.train_values, self.columns, True, dist)
+        labels = tuple(self.label_names) if self.label_names else None
+        return {"task": self.name,
+                "options": dataclasses.replace(spec.options, kind=self.kind, labels=labels)}
 
     def _features(self, role, values, columns, training, dist) -> str:
         """The cache prefix of a file's features. Training features are shuffled (seeded)
         before they are cached, so the trainer's shuffle buffer does not read them in file order
         (files are often sorted by label)."""
         spec = self.spec
-        path, examples = spec.data[role][0], self.examples[role]
-        seq = spec.features["max_seq_length"]
+        path, examples = getattr(spec.data, role), self.examples[role]
+        seq = spec.options.max_seq_length
         settings = data.FeatureSettings(seq, self.kind, self.label_names, columns,
                                         labelled=values is not None)
 
@@ -145,7 +168,7 @@ class ClassifierTask(Task):
                            label_names=list(trained) if trained else None)
         trained = trained or (tuple(model.label_names) if model.label_names else None)
         if asked is not None and trained is not None and tuple(asked) != trained:
-            raise FlagError(f"{spec.options['labels_flag']}: the model in {path} was trained "
+            raise FlagError(f"{spec.options.labels_flag}: the model in {path} was trained "
                             f"with the labels {','.join(trained)} (in id order); drop --labels "
                             "(the model's are used) or give them in that order")
         self.label_names = trained or asked
@@ -180,12 +203,9 @@ class ClassifierTask(Task):
                         f"{len(self.label_names)} labels ({', '.join(self.label_names[:10])}"
                         f"{', ...' if len(self.label_names) > 10 else ''})")
         if "eval" in self.examples:
-            values = data.label_values(self.examples["eval"], self.spec.data["eval"][0],
+            values = data.label_values(self.examples["eval"], self.spec.data.eval,
                                        self.kind, self.label_names)
             self.eval_prefix = self._features("eval", values, self.columns, False, dist)
-
-    def labels(self):
-        return self.label_names
 
     # -- training -------------------------------------------------------------------------------
     def training_examples(self) -> int:
@@ -208,8 +228,7 @@ class ClassifierTask(Task):
 
         o = self.spec.options
         records, parse = data.feature_dataset(self.train_prefix, self.regression,
-                                              self.spec.features["max_seq_length"],
-                                              o["padding"], o["pad_to_multiple_of"])
+                                              o.max_seq_length, o.padding, o.pad_to_multiple_of)
         accum, batch_size = plan.accumulation, plan.micro_batch
 
         def micro_batches(records_batch):
@@ -249,7 +268,7 @@ class ClassifierTask(Task):
         if dist.is_chief:
             path = write_predictions(os.path.join(self.spec.outputs.output_dir,
                                                   "predictions.tsv"), self, index, logits)
-            print(f"predicted {len(index)} examples of {self.spec.data['predict'][0]}: {path}",
+            print(f"predicted {len(index)} examples of {self.spec.data.predict}: {path}",
                   flush=True)
 
     def headline(self, prefix, scores) -> str:
@@ -294,9 +313,9 @@ def predict(model, prefix, spec, dist, xla: bool, regression: bool):
     import tensorflow as tf  # see the note at the top
 
     o = spec.options
-    records, parse = data.feature_dataset(prefix, regression, spec.features["max_seq_length"],
-                                          o["padding"], o["pad_to_multiple_of"])
-    batches = (records.shard(dist.size, dist.rank).batch(o["eval_batch_size"]).map(parse)
+    records, parse = data.feature_dataset(prefix, regression, o.max_seq_length, o.padding,
+                                          o.pad_to_multiple_of)
+    batches = (records.shard(dist.size, dist.rank).batch(o.eval_batch_size).map(parse)
                .prefetch(tf.data.AUTOTUNE))
     # One trace for every batch shape (XLA still compiles each shape it meets once), kept for
     # the next evaluation.
@@ -332,7 +351,7 @@ def _prediction_texts(task, logits) -> list[str]:
 def score(task, index, logits, labels, step) -> dict:
     """Score every evaluation prediction at once, write eval_results.json and
     eval_predictions.tsv, and return the scores (rank 0)."""
-    output_dir, eval_file = task.spec.outputs.output_dir, task.spec.data["eval"][0]
+    output_dir, eval_file = task.spec.outputs.output_dir, task.spec.data.eval
     if task.regression:
         scores = regression_scores(logits[:, 0], labels)
         default = "pearson"

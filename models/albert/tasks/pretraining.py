@@ -11,11 +11,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 
 from albert.errors import DataError
 from albert.io.pretrained import save_pretrained
 from albert.tasks import Evaluation, Task
 from albert.train import run_spec
+from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.pretraining")
 
@@ -24,10 +26,29 @@ logger = logging.getLogger("albert.pretraining")
 # imported in the methods that use them.
 
 
+@dataclass(frozen=True, kw_only=True)
+class PretrainingOptions(TaskOptions):
+    """The records' shapes and the input shuffle decide the run; where the files are read from,
+    how damaged ones are read, and how often and how it is evaluated do not. spec.data.train and
+    .val are read under filesystem_prefix."""
+    max_seq_length: int = identity_field(512)
+    max_predictions_per_seq: int = identity_field(20)
+    shuffle_buffer: int = identity_field(10_000)
+    filesystem_prefix: str = "."
+    skip_corrupt_records: bool = False
+    validation_frequency: int = 0
+    # SQuAD during pretraining: a child run_squad every squad_frequency updates (0: off).
+    squad_frequency: int = 0
+    squad_train_file: str | None = None
+    squad_predict_file: str | None = None
+    squad_steps: int = 300
+    squad_max_seq_length: int = 384
+    squad_batch_size: int = 16
+    squad_learning_rate: float = 5e-5
+
+
 class PretrainingTask(Task):
-    """spec.data: train / val (a TFRecord directory, glob or comma list each, under
-    spec.options["filesystem_prefix"]); spec.options: skip_corrupt_records, validation_frequency,
-    and the squad_* settings of the evaluation during pretraining."""
+    """spec.options: PretrainingOptions; spec.data: train and val."""
 
     name = "pretraining"
     head = "pretraining"
@@ -47,12 +68,13 @@ class PretrainingTask(Task):
 
     @property
     def _shapes(self):
-        f = self.spec.features
-        return f["max_seq_length"], f["max_predictions_per_seq"]
+        o = self.spec.options
+        return o.max_seq_length, o.max_predictions_per_seq
 
-    def setup(self, dist, tokenizer) -> None:
+    def setup(self, dist, tokenizer) -> dict:
         """Checked on every rank before anything is built, so a bad file is one error, not a
-        crash at the first validation or a rank that hangs the others with nothing to read."""
+        crash at the first validation or a rank that hangs the others with nothing to read.
+        The records settle nothing the flags left open."""
         # TensorFlow: see the note at the top.
         from albert.data.reader import (
             check_all_record_shapes,
@@ -62,18 +84,18 @@ class PretrainingTask(Task):
             shard_files,
         )
 
-        spec, prefix = self.spec, self.spec.options["filesystem_prefix"]
+        spec, prefix = self.spec, self.spec.options.filesystem_prefix
         if not spec.batching.auto:
             spec.batching.plan(dist.size)  # batch flags that cannot work stop here
-        train_dir = spec.data["train"][0]
+        train_dir = spec.data.train
         self.train_files = resolve_files(train_dir, prefix)
         check_all_record_shapes(self.train_files, *self._shapes)
         self.my_files = shard_files(self.train_files, dist.rank, dist.size,
                                     what=f"files matching {train_dir!r}")
         check_ranks_have_records(dist.allgather_object(count_nonempty_files(self.my_files)),
                                  self.train_files, dist.size)
-        if spec.data.get("val"):
-            val_dir = spec.data["val"][0]
+        if spec.data.val:
+            val_dir = spec.data.val
             self.val_files = resolve_files(val_dir, prefix)
             empty = check_all_record_shapes(self.val_files, *self._shapes)
             if len(empty) == len(self.val_files):
@@ -81,6 +103,7 @@ class PretrainingTask(Task):
                                 "empty, so validation would report nothing (write a validation "
                                 "set with create_pretraining_data --validation_fraction, or drop "
                                 "--val_dir)")
+        return {}
 
     def model_class(self):
         # TensorFlow: see the note at the top.
@@ -102,21 +125,21 @@ class PretrainingTask(Task):
         # TensorFlow: see the note at the top.
         from albert.data.reader import pretraining_dataset
 
-        spec = self.spec
+        spec, o = self.spec, self.spec.options
         return pretraining_dataset(
-            spec.data["train"][0], plan.micro_batch, *self._shapes,
-            filesystem_prefix=spec.options["filesystem_prefix"], rank=dist.rank, size=dist.size,
+            spec.data.train, plan.micro_batch, *self._shapes,
+            filesystem_prefix=o.filesystem_prefix, rank=dist.rank, size=dist.size,
             training=True, seed=spec.execution.seed,
-            shuffle_buffer=spec.features["shuffle_buffer"], skip_records=skip_records,
-            skip_corrupt=spec.options["skip_corrupt_records"],
+            shuffle_buffer=o.shuffle_buffer, skip_records=skip_records,
+            skip_corrupt=o.skip_corrupt_records,
         ).batch(plan.accumulation, drop_remainder=True)
 
     def explain_data_error(self, error):
         # TensorFlow: see the note at the top.
         from albert.data.reader import data_loss_message
 
-        return DataError(data_loss_message(error, self.my_files, self.spec.data["train"][0],
-                                           self.spec.options["filesystem_prefix"]))
+        return DataError(data_loss_message(error, self.my_files, self.spec.data.train,
+                                           self.spec.options.filesystem_prefix))
 
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
         # TensorFlow: see the note at the top.
@@ -127,14 +150,14 @@ class PretrainingTask(Task):
         out = []
         if self.val_files and trainer is not None:
             val_data = pretraining_dataset(
-                spec.data["val"][0], spec.batching.plan(dist.size).micro_batch, *self._shapes,
-                filesystem_prefix=o["filesystem_prefix"], rank=dist.rank, size=dist.size,
+                spec.data.val, spec.batching.plan(dist.size).micro_batch, *self._shapes,
+                filesystem_prefix=o.filesystem_prefix, rank=dist.rank, size=dist.size,
                 training=False)
-            out.append(Evaluation("val", o["validation_frequency"],
+            out.append(Evaluation("val", o.validation_frequency,
                                   lambda xla, step: pretraining_metrics(
                                       trainer.evaluate(val_data))))
-        if o.get("squad_frequency"):
-            out.append(Evaluation("squad", o["squad_frequency"],
+        if o.squad_frequency:
+            out.append(Evaluation("squad", o.squad_frequency,
                                   lambda xla, step: squad_during_pretraining(model, spec, dist)))
         return out
 
@@ -185,15 +208,15 @@ def squad_during_pretraining(model, spec, dist) -> dict:
         cmd = [
             sys.executable, "-m", "albert.run_squad", "--load_from", "huggingface",
             "--checkpoint_path", os.path.join(tmp, "model"),
-            "--train_file", o["squad_train_file"], "--predict_file", o["squad_predict_file"],
-            "--total_steps", str(o["squad_steps"]), "--per_gpu_batch_size",
-            str(o["squad_batch_size"]), "--learning_rate", str(o["squad_learning_rate"]),
-            "--max_seq_length", str(o["squad_max_seq_length"]),
+            "--train_file", o.squad_train_file, "--predict_file", o.squad_predict_file,
+            "--total_steps", str(o.squad_steps), "--per_gpu_batch_size",
+            str(o.squad_batch_size), "--learning_rate", str(o.squad_learning_rate),
+            "--max_seq_length", str(o.squad_max_seq_length),
             "--precision", spec.execution.precision,
             "--output_dir", os.path.join(tmp, "out"), "--checkpoint_dir",
             os.path.join(tmp, "ckpt"), "--log_dir", os.path.join(tmp, "logs"),
             "--cache_dir", os.path.join(spec.outputs.checkpoint_dir, "squad_cache"),
-            "--no_progress", "--log_frequency", str(max(o["squad_steps"], 1)),
+            "--no_progress", "--log_frequency", str(max(o.squad_steps, 1)),
             "--xla", xla, "--recompute", spec.batching.recompute,
         ]
         # The child is a single process: hide the launcher's rank variables from it.

@@ -61,17 +61,18 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
         for line in plan_only_lines(spec, plan_ranks, head=task_class.head):
             print(line, flush=True)
         return 0
-    return run(task_class(spec))
+    return run(task_class, spec)
 
 
-def run(task) -> int:
-    """Run `task` (its spec in task.spec) to the end; 0 when it finished or stopped cleanly."""
+def run(task_class, spec: RunSpec) -> int:
+    """Run the task of `spec` to the end; 0 when it finished or stopped cleanly. The task is
+    built from rank 0's spec, so every rank reads the same files and records the same run."""
     started = process_started()
     dist = distributed.init()
-    spec = task.spec = distributed.on_chief(dist, lambda: task.spec)
+    spec = distributed.on_chief(dist, lambda: spec)
     created = claim_run_directory(spec, dist) if spec.trains else []
     try:
-        return _run(task, dist, started)
+        return _run(task_class(spec), dist, started)
     except BaseException:
         if created and dist.is_chief:
             release_unused_run_directory(spec.outputs.checkpoint_dir, created)
@@ -92,27 +93,33 @@ def _run(task, dist, started: float) -> int:
     tokenizer = None
     if task.needs_tokenizer:
         tokenizer = load_tokenizer(spec.vocabulary)
-    task.setup(dist, tokenizer)
-    spec = task.spec  # with what the data settled (the SQuAD version of the files)
+    settled = task.setup(dist, tokenizer)
     model = build_model(task) if spec.trains else task.fine_tuned_model(dist)
-    check_fits(model.config, spec.features["max_seq_length"])
+    check_fits(model.config, spec.options.max_seq_length)
     if tokenizer is not None:
         check_vocabulary(model.config, len(tokenizer), spec.vocabulary)
     task.check_model(model, dist)
+    previous = recorded_run(spec, dist)
+    xla = xla_plan(spec, dist, recorded=(previous or {}).get("xla"))
+    auto_line = None
+    if spec.trains and spec.batching.auto:
+        settled["batching"], auto_line = auto_batching(task, model, dist, xla, previous)
+    # The one fold: what the data settled (setup) and the micro-batch --per_gpu_batch_size auto
+    # chose, into a new spec that every later reader (the record, the evaluations, final/'s
+    # task card, the summary) sees; nothing replaces it after this.
+    spec = task.spec = spec.replace(**settled)
 
     metrics = MetricsLogger(spec.outputs.log_dir, dist)
     try:
-        status, step, xla, evaluations = None, 0, None, None
+        status, step, evaluations = None, 0, None
         if spec.trains:
-            status, step, xla, evaluations = train(task, model, dist, metrics)
+            status, step, evaluations = train(task, model, dist, metrics, xla, auto_line)
             if status == "stopped":
                 if dist.is_chief:
                     print(f"stopped at step {step}; checkpoint in "
                           f"{spec.outputs.checkpoint_dir}; run the same command to resume",
                           flush=True)
                 return 0
-        if xla is None:
-            xla = xla_plan(spec, dist)
         if evaluations is None:
             evaluations = [Tracked(e) for e in task.evaluations(model, None, dist)]
         final = {}
@@ -211,9 +218,37 @@ def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
     return plan_for_run(spec.execution, dist, recorded)
 
 
-def train(task, model, dist, metrics):
+def recorded_run(spec: RunSpec, dist) -> dict | None:
+    """The record of the run this training run would resume (rank 0's read), whose XLA and
+    batch plans it keeps; None for an evaluation-only run or --overwrite_checkpoint_dir."""
+    out = spec.outputs
+    if not spec.trains or out.overwrite_checkpoint_dir:
+        return None
+    return distributed.on_chief(dist, lambda: read_run_record(out.checkpoint_dir))
+
+
+def on_gpu() -> bool:
+    import tensorflow as tf  # TensorFlow: see the note at the top
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def auto_batching(task, model, dist, xla, previous: dict | None):
+    """--per_gpu_batch_size auto decided for this model (the recorded run's plan on a resume):
+    (the new Batching, the line that says why)."""
+    from albert.model.recompute import set_recompute  # TensorFlow: see the note at the top
+
+    spec = task.spec
+    set_recompute(model, spec.batching.recompute)  # the trial steps run as training will
+    return choose_auto_batch(
+        spec, model, dist, loss=task.name, loss_fn=task.loss_fn, head=task.head,
+        num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
+        recorded=(previous or {}).get("batch_plan"))
+
+
+def train(task, model, dist, metrics, xla, auto_line: str | None):
     """Train `model` (resuming the run in --checkpoint_dir when this command describes it).
-    Returns (status "done" | "stopped" | "finished", step, XLA plan, the tracked evaluations)."""
+    Returns (status "done" | "stopped" | "finished", step, the tracked evaluations)."""
     # TensorFlow: see the note at the top.
     import tensorflow as tf
 
@@ -226,28 +261,16 @@ def train(task, model, dist, metrics):
     spec = task.spec
     out, o = spec.outputs, spec.optimization
     set_recompute(model, spec.batching.recompute)
-    on_gpu = bool(tf.config.list_physical_devices("GPU"))
-    previous = None
-    if not out.overwrite_checkpoint_dir:
-        previous = distributed.on_chief(dist, lambda: read_run_record(out.checkpoint_dir))
-    xla = xla_plan(spec, dist, recorded=(previous or {}).get("xla"))
-    auto_line = None
-    if spec.batching.auto:
-        batching, auto_line = choose_auto_batch(
-            spec, model, dist, loss=task.name, loss_fn=task.loss_fn, head=task.head,
-            num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu,
-            recorded=(previous or {}).get("batch_plan"))
-        spec = task.spec = spec.replace(batching=batching)
     plan = spec.batching.plan(dist.size)
     examples = task.training_examples()
     if examples is not None and examples < dist.size * plan.micro_batch:
-        raise FlagError(f"{spec.data['train'][0]} gives {examples} {task.unit}: too few for "
+        raise FlagError(f"{spec.data.train} gives {examples} {task.unit}: too few for "
                         f"{dist.size} rank(s) x --per_gpu_batch_size {plan.micro_batch}")
     total_steps = spec.total_steps or max(1, math.ceil(spec.num_train_epochs * examples
                                                        / plan.global_batch))
-    seq = spec.features["max_seq_length"]
+    seq = spec.options.max_seq_length
     memory = memory_plan_of(spec, model.config, plan, head=task.head, num_labels=task.num_labels,
-                            device="gpu" if on_gpu else "cpu")
+                            device="gpu" if on_gpu() else "cpu")
     optimizer = make_optimizer(o.optimizer, model.trainable_variables, o.weight_decay,
                                bias_correction=o.bias_correction)
     trainer = Trainer(model, task.loss_fn, optimizer, o.schedule(total_steps), dist,
@@ -257,9 +280,8 @@ def train(task, model, dist, metrics):
                       fp16_allreduce=spec.execution.fp16_allreduce, seed=spec.execution.seed)
     checkpoints = CheckpointStore(out.checkpoint_dir, trainer.trackables(), dist,
                                   keep=out.keep_checkpoints, config=model.config)
-    labels = task.labels()
     record = identity(spec, config=model.config, global_batch=plan.global_batch,
-                      total_steps=total_steps, data=task.data_files(), labels=labels)
+                      total_steps=total_steps, data=task.data_files())
     # A pretraining checkpoint holds the same backbone (model/albert/...); a task head keeps its
     # fresh initialisation.
     how = start_state(trainer, checkpoints, load_from=spec.model.load_from,
@@ -269,7 +291,7 @@ def train(task, model, dist, metrics):
                       record={"started_from": spec.model.started_from(), "xla": xla._asdict(),
                               "batch_plan": plan.as_dict(), "total_steps": total_steps,
                               "spec": record, **environment(), "task": task.name,
-                              "labels": list(labels) if labels else None, "finished": False})
+                              "labels": record["labels"], "finished": False})
     step = int(trainer.step)
     if dist.is_chief:
         params = sum(int(tf.size(v)) for v in model.weights)
@@ -294,7 +316,7 @@ def train(task, model, dist, metrics):
                   f"{out.checkpoint_dir}; nothing to train (Hugging Face export in {final_dir}). "
                   "Raise --total_steps to train on, or use a new --output_dir / "
                   "--checkpoint_dir or --overwrite_checkpoint_dir to train again.", flush=True)
-        return "finished", step, xla, evaluations
+        return "finished", step, evaluations
 
     batches = checkpoints.positions.open(lambda skip: task.training_data(plan, skip, dist), plan,
                                          int(trainer.iterations) if how == "resumed" else 0, step)
@@ -315,7 +337,7 @@ def train(task, model, dist, metrics):
         if dist.is_chief:
             save_final(task, model, record)
         mark_finished(out.checkpoint_dir, step, dist)
-    return status, step, xla, evaluations
+    return status, step, evaluations
 
 
 def _periodic(evaluation, trainer, total_steps, xla, spec, model, dist):
@@ -407,10 +429,10 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
 def evaluation_file(spec: RunSpec) -> dict:
     """The file --keep_best's scores come from (a classifier's --eval_file, SQuAD's
     --predict_file), by real path and content, as the best score records it."""
-    files = spec.data.get("eval") or spec.data.get("predict") or []
-    if not files:
+    path = spec.data.eval or spec.data.predict
+    if not path:
         return {}
-    return {"eval_file": os.path.realpath(files[0]), "eval_sha256": file_sha256(files[0])}
+    return {"eval_file": os.path.realpath(path), "eval_sha256": file_sha256(path)}
 
 
 def kept_best(spec: RunSpec, exported: str | None, dist) -> dict | None:

@@ -4,6 +4,7 @@ answers as the baseline."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -15,6 +16,7 @@ from albert.eval.squad_scoring import detect_version, evaluate
 from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
 from albert.tasks import Evaluation, Task, cached_features, inference_fn
+from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.squad")
 
@@ -26,6 +28,26 @@ VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the file
 WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 REPORTED = ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_exact",
             "NoAns_f1", "best_exact", "best_f1")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadOptions(TaskOptions):
+    """The windows, how they are batched and the SQuAD version decide the run; how answers are
+    picked and how many windows an evaluation batch holds do not. squad_version is the files'
+    spelling ("v1.1", "v2.0"): --squad_version, else (None) each file's own; a training run
+    records its training file's."""
+    max_seq_length: int = identity_field(WINDOWS["max_seq_length"])
+    doc_stride: int = identity_field(WINDOWS["doc_stride"])
+    max_query_length: int = identity_field(WINDOWS["max_query_length"])
+    # batch: each update holds windows of one length bucket (seeded, shuffled across buckets),
+    # so it decides which windows train together, and belongs to the run; max: every window
+    # padded to max_seq_length. (A classifier's padding changes only the pad width.)
+    padding: str = identity_field("batch")
+    squad_version: str | None = identity_field(None)
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+    eval_batch_size: int = 64
 
 
 class SquadTask(Task):
@@ -43,11 +65,16 @@ class SquadTask(Task):
         self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
             squad_metrics
         self.train_prefix = self.scored = None
-        self.version = None
+        # As the flags gave it (None: each file's own), before a training run's file settles it.
+        self.given_version = spec.options.squad_version
 
     def settings(self):
-        f = self.spec.features
-        return squad.FeatureSettings(f["max_seq_length"], f["doc_stride"], f["max_query_length"])
+        o = self.spec.options
+        return squad.FeatureSettings(o.max_seq_length, o.doc_stride, o.max_query_length)
+
+    def version_of(self, data) -> str:
+        """The rules a file is read and scored by: --squad_version, else its own version."""
+        return self.given_version or detect_version(data)
 
     def _features(self, path, tokenizer, training, dist):
         """Cached features for `path`: (examples, parsed json, cache prefix). Training features
@@ -72,16 +99,17 @@ class SquadTask(Task):
         key = squad.cache_key(path, self.settings(), spec.vocabulary, training)
         return examples, data, cached_features(path, key, spec, dist, write, training)
 
-    def setup(self, dist, tokenizer) -> None:
+    def setup(self, dist, tokenizer) -> dict:
+        """The features of both files; a training run settles its SQuAD version (the training
+        file's, unless --squad_version said it)."""
         spec = self.spec
-        if spec.data.get("predict"):
-            self.scored = self._features(spec.data["predict"][0], tokenizer, False, dist)
-        if spec.trains:
-            _, train_data, self.train_prefix = self._features(spec.data["train"][0], tokenizer,
-                                                              True, dist)
-            given = VERSIONS.get(spec.options.get("squad_version"))
-            self.version = given or detect_version(train_data)
-            self.spec = spec.replace(features={**spec.features, "squad_version": self.version})
+        if spec.data.predict:
+            self.scored = self._features(spec.data.predict, tokenizer, False, dist)
+        if not spec.trains:
+            return {}
+        _, train_data, self.train_prefix = self._features(spec.data.train, tokenizer, True, dist)
+        return {"options": dataclasses.replace(spec.options,
+                                               squad_version=self.version_of(train_data))}
 
     def model_class(self):
         # TensorFlow: see the note at the top.
@@ -99,7 +127,7 @@ class SquadTask(Task):
         return model
 
     def training_examples(self) -> int:
-        records, _ = squad.feature_dataset(self.train_prefix, self.spec.features["max_seq_length"])
+        records, _ = squad.feature_dataset(self.train_prefix, self.spec.options.max_seq_length)
         return sum(1 for _ in records)
 
     def training_data(self, plan, skip_records: int, dist):
@@ -107,9 +135,8 @@ class SquadTask(Task):
         (--padding batch), or every window padded to --max_seq_length (--padding max)."""
         spec = self.spec
         return squad.training_batches(self.train_prefix, plan.micro_batch, plan.accumulation,
-                                      spec.features["max_seq_length"], spec.execution.seed,
-                                      dist.rank, dist.size, skip_records,
-                                      spec.features.get("padding", "max"))
+                                      spec.options.max_seq_length, spec.execution.seed,
+                                      dist.rank, dist.size, skip_records, spec.options.padding)
 
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
         if self.scored is None:
@@ -117,7 +144,9 @@ class SquadTask(Task):
 
         def predict_and_score(xla: bool, step: int) -> dict:
             results = predict(model, self.scored[2], self.spec, dist, xla)
-            return score(self.spec, *self.scored, results) if dist.is_chief else {}
+            if not dist.is_chief:
+                return {}
+            return score(self.spec, *self.scored, results, self.version_of(self.scored[1]))
 
         return [Evaluation("eval", self.spec.outputs.eval_frequency, predict_and_score)]
 
@@ -129,10 +158,9 @@ class SquadTask(Task):
         """The official scores of answering every question with no answer (v2.0: the
         unanswerable share; v1.1: 0)."""
         _, data, _ = self.scored
-        version = VERSIONS.get(self.spec.options.get("squad_version")) or detect_version(data)
         empty = {qa["id"]: "" for article in data["data"] for paragraph in article["paragraphs"]
                  for qa in paragraph["qas"]}
-        return evaluate(data, empty, None, version)
+        return evaluate(data, empty, None, self.version_of(data))
 
     def baseline(self, final: dict) -> str | None:
         """What answering every question with no answer scores, by the official rules."""
@@ -159,10 +187,9 @@ def predict(model, prefix, spec, dist, xla: bool) -> dict:
     """This rank's share of the features -> {feature_index: (start, end)} over each window's real
     tokens (padding is never an answer, and so trimmed they do not depend on how a batch was
     padded), gathered on rank 0."""
-    batches = squad.prediction_batches(prefix, spec.options["eval_batch_size"],
-                                       spec.features["max_seq_length"],
-                                       spec.features.get("padding", "max"), rank=dist.rank,
-                                       size=dist.size)
+    o = spec.options
+    batches = squad.prediction_batches(prefix, o.eval_batch_size, o.max_seq_length, o.padding,
+                                       rank=dist.rank, size=dist.size)
     logits = inference_fn(model, xla, ("start_logits", "end_logits"))
     local = {}
     for batch in batches:
@@ -175,16 +202,14 @@ def predict(model, prefix, spec, dist, xla: bool) -> dict:
     return results
 
 
-def score(spec, examples, data, prefix, results) -> dict:
+def score(spec, examples, data, prefix, results, version: str) -> dict:
     """Post-process logits into answers, write the prediction files, score them with the
-    official rules and return the scores (rank 0)."""
-    options, output_dir = spec.options, spec.outputs.output_dir
-    version = VERSIONS.get(options.get("squad_version")) or detect_version(data)
+    official rules of `version` ("v1.1", "v2.0") and return the scores (rank 0)."""
+    o, output_dir = spec.options, spec.outputs.output_dir
     meta = squad.read_feature_meta(prefix)
     predictions, nbest, null_odds = squad.postprocess(
-        examples, meta, results, n_best=options["n_best_size"],
-        max_answer_length=options["max_answer_length"], version_2=version == "v2.0",
-        null_score_diff_threshold=options["null_score_diff_threshold"])
+        examples, meta, results, n_best=o.n_best_size, max_answer_length=o.max_answer_length,
+        version_2=version == "v2.0", null_score_diff_threshold=o.null_score_diff_threshold)
     os.makedirs(output_dir, exist_ok=True)
     files = {"predictions.json": predictions, "nbest_predictions.json": nbest}
     if version == "v2.0":
@@ -195,7 +220,7 @@ def score(spec, examples, data, prefix, results) -> dict:
     scores = evaluate(data, predictions, null_odds if version == "v2.0" else None, version)
     with open(os.path.join(output_dir, "eval_results.json"), "w") as f:
         json.dump({"version": version, **scores}, f, indent=2)
-    predict_file = spec.data["predict"][0]
+    predict_file = spec.data.predict
     print(f"SQuAD {version} on {predict_file}: exact "
           f"{scores.get('exact', scores.get('exact_match')):.2f} F1 "
           f"{scores['f1']:.2f}; predictions in {output_dir}", flush=True)

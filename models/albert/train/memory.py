@@ -53,12 +53,18 @@ def config_for_plan(spec: RunSpec) -> tuple[AlbertConfig, str | None]:
 def memory_plan_of(spec: RunSpec, config: AlbertConfig, plan: BatchPlan, *, head: str,
                    num_labels: int = 2, device: str = "gpu"):
     """memory_plan.MemoryPlan of one rank for this run and batch plan."""
-    return memory_plan(config, spec.features["max_seq_length"], plan.micro_batch,
+    return memory_plan(config, spec.options.max_seq_length, plan.micro_batch,
                        precision=spec.execution.precision, recompute=spec.batching.recompute,
                        ranks=plan.ranks, accumulation=plan.accumulation,
                        fp16_allreduce=spec.execution.fp16_allreduce,
-                       max_predictions=spec.features.get("max_predictions_per_seq", 20),
+                       max_predictions=max_predictions(spec),
                        head=head, num_labels=num_labels, device=device)
+
+
+def max_predictions(spec: RunSpec) -> int:
+    """The masked positions per sequence the MLM head gathers: pretraining's option; the other
+    heads gather none, and the plan ignores it for them."""
+    return getattr(spec.options, "max_predictions_per_seq", 20)
 
 
 def available_memory_bytes() -> int:
@@ -197,8 +203,8 @@ def choose_auto_batch(spec: RunSpec, model, dist, *, loss: str, loss_fn, head: s
             later = memory_plan_of(spec, model.config, BatchPlan(dist.size, 1, 2), head=head,
                                    num_labels=num_labels)
             reserve = later.optimizer + later.allreduce + later.gradients // 2
-            seq, vocab = spec.features["max_seq_length"], model.config.vocab_size
-            preds = spec.features.get("max_predictions_per_seq", 20)
+            seq, vocab = spec.options.max_seq_length, model.config.vocab_size
+            preds = max_predictions(spec)
             trial = micro_batch_trial(
                 model, loss_fn, lambda n: synthetic_batch(loss, n, seq, vocab, preds),
                 jit=xla_gradient, reserve_bytes=reserve)
@@ -220,7 +226,7 @@ def plan_only_lines(spec: RunSpec, ranks: int, *, head: str, num_labels: int = 2
     """--plan_only: the batch plan and the memory plan per GPU (and, for --per_gpu_batch_size
     auto, which the memory plan decides against --memory_budget_gb, why)."""
     config, note = config_for_plan(spec)
-    seq = spec.features["max_seq_length"]
+    seq = spec.options.max_seq_length
     check_fits(config, seq)
     lines = [note] if note else []
     batching = spec.batching

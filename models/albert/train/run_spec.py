@@ -179,16 +179,69 @@ class Outputs:
     keep_best: str | None = None
 
 
+# -- a task's own settings ------------------------------------------------------------------------
+# Each task declares its settings as a frozen dataclass extending TaskOptions (albert.tasks.*:
+# PretrainingOptions, SquadOptions, ClassifierOptions). A field made with identity_field belongs to
+# the run's identity: run.json records it (under the spec's "features", as it always has; a
+# classifier's labels beside them) and a resume compares it; every other field may change.
+
+IDENTITY = "identity"  # the field metadata key: where the identity records the field
+
+
+def identity_field(default=dataclasses.MISSING, *, under: str = "features", record=None):
+    """A task option that belongs to the run's identity, recorded in run.json's spec `under`
+    "features" (or "labels") as `record(value)` (default: the value itself)."""
+    return field(default=default, metadata={IDENTITY: under, "record": record})
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskOptions:
+    """What every task has: the sequence length it trains and predicts at."""
+    max_seq_length: int = identity_field()
+
+    def identity(self) -> dict:
+        """The identity fields as run.json's spec holds them: {"features": {...}, "labels": ...}
+        (labels None: the task has none)."""
+        out = {"features": {}, "labels": None}
+        for f in dataclasses.fields(self):
+            under = f.metadata.get(IDENTITY)
+            if under is None:
+                continue
+            value = getattr(self, f.name)
+            if f.metadata["record"] is not None and value is not None:
+                value = f.metadata["record"](value)
+            if under == "features":
+                out["features"][f.name] = value
+            else:
+                out[under] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Data:
+    """A task's inputs by role (None: not given): train (a fine-tuner's training file, or
+    pretraining's TFRecord directory, glob or comma list), eval (the labelled file a classifier
+    scores), predict (the file SQuAD predicts and scores, or a classifier's unlabelled
+    --test_file), val (pretraining's validation TFRecords)."""
+    train: str | None = None
+    eval: str | None = None
+    predict: str | None = None
+    val: str | None = None
+
+    def files(self) -> list[str]:
+        return [p for p in (self.train, self.eval, self.predict, self.val) if p]
+
+
 @dataclass(frozen=True)
 class RunSpec:
-    """One run, whole: the task and its feature settings, data, vocabulary, model, optimizer and
-    schedule, batching, execution and outputs. `features` holds the task's settings (windows,
-    labels in id order, columns), `data` its files by role ({"train": [...], "eval": ...})."""
+    """One run, whole: the task and its options (a TaskOptions: windows, labels in id order,
+    columns, how it evaluates), data, vocabulary, model, optimizer and schedule, batching,
+    execution and outputs."""
     task: str
+    options: TaskOptions
     model: ModelSource = field(default_factory=ModelSource)
     vocabulary: str | None = None
-    features: dict = field(default_factory=dict)
-    data: dict = field(default_factory=dict)
+    data: Data = field(default_factory=Data)
     total_steps: int | None = None
     num_train_epochs: float | None = None
     optimization: Optimization = field(default_factory=Optimization)
@@ -197,11 +250,10 @@ class RunSpec:
     outputs: Outputs = field(default_factory=Outputs)
     plan_only: bool = False
     plan_ranks: int | None = None
-    options: dict = field(default_factory=dict)  # the task's own knobs that do not define the run
 
     @property
     def trains(self) -> bool:
-        return bool(self.data.get("train"))
+        return bool(self.data.train)
 
     def replace(self, **changes) -> RunSpec:
         return dataclasses.replace(self, **changes)
@@ -272,22 +324,22 @@ def check_vocabulary(config, pieces: int, spm_model: str) -> None:
                         "trained with")
 
 
-def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int, data: list[str],
-             labels=None) -> dict:
+def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int,
+             data: list[str]) -> dict:
     """The run's identity as a flat, JSON-ready dict (see the module docstring): what run.json
     records and a resume compares. Warmup is recorded as given (--warmup_steps, or
     --warmup_proportion of the total), so raising --total_steps does not read as another
     warmup."""
     o, m = spec.optimization, spec.model
-    features = {k: v for k, v in spec.features.items() if k != "labels"}
+    recorded = spec.options.identity()
     return {
         "task": spec.task,
         "started_from": m.started_from(),
         "model_config": config.to_dict(),
         "data": data,
         "vocabulary_sha256": file_sha256(spec.vocabulary) if spec.vocabulary else None,
-        "features": features,
-        "labels": list(labels) if labels is not None else None,
+        "features": recorded["features"],
+        "labels": recorded["labels"],
         "seed": spec.execution.seed,
         "optimizer": o.optimizer,
         "bias_correction": o.bias_correction,
