@@ -58,3 +58,54 @@ def test_verbose_shows_them_too(stand_in, capfd):
     import noisy_ok  # noqa: F401
 
     assert capfd.readouterr().err == f"{NOISE}\n"
+
+
+@pytest.fixture
+def optional(stand_in, tmp_path):
+    """A module that imports an optional one as Keras does (absent: None), and that optional
+    module, installed."""
+    (tmp_path / "extra_dep.py").write_text("LOADED = True\n")
+    (tmp_path / "uses_extra.py").write_text(
+        "try:\n    import extra_dep\nexcept ImportError:\n    extra_dep = None\n")
+    for name in ("extra_dep", "uses_extra"):
+        stand_in.delitem(sys.modules, name, raising=False)
+    return stand_in
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_unused_optional_modules_look_absent_while_it_imports(optional, verbose):
+    quiet_start(verbose, module="uses_extra", skip=("extra_dep",))
+    import uses_extra
+
+    assert uses_extra.extra_dep is None
+    import extra_dep  # importable again afterwards
+
+    assert extra_dep.LOADED
+
+
+def test_an_optional_module_already_imported_stays(optional):
+    import extra_dep
+
+    quiet_start(False, module="uses_extra", skip=("extra_dep",))
+    import uses_extra
+
+    assert uses_extra.extra_dep is extra_dep
+
+
+@pytest.mark.e2e
+def test_tensorflow_starts_without_matplotlib_and_sklearn():
+    """Keras takes their absence as "not installed" (a Keras that raised another error would
+    fail every command here); both import normally once TensorFlow has."""
+    import subprocess
+
+    code = ("import sys\n"
+            "from albert.cli.quiet_start import quiet_start\n"
+            "quiet_start(False)\n"
+            "import tensorflow as tf\n"
+            "print(sorted(n for n in ('matplotlib', 'sklearn') if n in sys.modules))\n"
+            "import matplotlib.pyplot, sklearn.metrics\n"
+            "print(float(tf.reduce_sum(tf.ones([3]))), sklearn.metrics.f1_score([1, 0], [1, 0]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines() == ["[]", "3.0 1.0"]
