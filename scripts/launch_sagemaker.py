@@ -59,31 +59,34 @@ GPUS_PER_INSTANCE = {
 }
 
 _NUM = r"([0-9.eE+-]+)"
-# Regexes over the trainers' log lines, e.g.
-#   train step 100 loss 7.91 mlm_loss 7.2 mlm_acc 0.048 sop_loss 0.69 ... seq_per_sec 133.5
-#   val step 100 loss 7.9 mlm_loss 7.21 mlm_acc 0.051 sop_loss 0.69 sop_acc 0.51
-#   eval step 213 exact 63.33 f1 72.61 total 300 HasAns_exact ... best_f1 72.85 ...
-#   eval step 500 loss 0.52 accuracy 0.8 mcc 0.6 f1 0.81       (run_classifier)
-#   eval step 500 loss 0.41 pearson 0.86 spearman 0.85         (run_classifier, regression)
-# The classifier's are anchored on "loss" first, so they never match run_squad's eval line.
-METRIC_DEFINITIONS = [
-    {"Name": "train:loss", "Regex": rf"train step \d+ loss {_NUM}"},
-    {"Name": "train:mlm_acc", "Regex": rf"train step \d+ .*? mlm_acc {_NUM}"},
-    {"Name": "train:sop_acc", "Regex": rf"train step \d+ .*? sop_acc {_NUM}"},
-    {"Name": "train:learning_rate", "Regex": rf"train step \d+ .*? learning_rate {_NUM}"},
-    {"Name": "train:seq_per_sec", "Regex": rf"train step \d+ .*? seq_per_sec {_NUM}"},
-    {"Name": "val:loss", "Regex": rf"val step \d+ loss {_NUM}"},
-    {"Name": "val:mlm_acc", "Regex": rf"val step \d+ .*? mlm_acc {_NUM}"},
-    {"Name": "val:sop_acc", "Regex": rf"val step \d+ .*? sop_acc {_NUM}"},
-    {"Name": "squad:exact", "Regex": rf"eval step \d+ exact(?:_match)? {_NUM}"},
-    {"Name": "squad:f1", "Regex": rf"eval step \d+ exact(?:_match)? \S+ f1 {_NUM}"},
-    {"Name": "classifier:accuracy", "Regex": rf"eval step \d+ loss \S+ accuracy {_NUM}"},
-    {"Name": "classifier:mcc", "Regex": rf"eval step \d+ loss \S+ accuracy \S+ mcc {_NUM}"},
-    {"Name": "classifier:f1", "Regex": rf"eval step \d+ loss \S+ accuracy \S+ mcc \S+ f1 {_NUM}"},
-    {"Name": "classifier:pearson", "Regex": rf"eval step \d+ loss \S+ pearson {_NUM}"},
-    {"Name": "classifier:spearman",
-     "Regex": rf"eval step \d+ loss \S+ pearson \S+ spearman {_NUM}"},
-]
+
+
+def metric_regex(prefix: str, name: str) -> str:
+    """A regex over the trainers' log lines (albert.train.run_logging: "<prefix> step <n>" then
+    "<key> <value>" pairs, e.g. "val step 100 loss 7.9 mlm_loss 7.21 mlm_acc 0.051") whose group
+    is the value of `name`, wherever it stands among the pairs: whole pairs are skipped, so "loss"
+    never reads mlm_loss's value nor loss_scale's, and "val" never reads an "eval" line. (Horovod
+    may start a line with its rank: "[1,0]<stdout>:train step ...".)"""
+    return rf"(?:^|\W){re.escape(prefix)} step \d+(?: \S+ \S+)*? {re.escape(name)} {_NUM}"
+
+
+def metric_definitions(task) -> list[dict]:
+    """SageMaker's MetricDefinitions for a job running `task` (an albert.tasks Task class): one
+    "<prefix>:<metric>" per metric its log lines carry (Task.logged)."""
+    return [{"Name": f"{prefix}:{name}", "Regex": metric_regex(prefix, name)}
+            for prefix, names in task.logged.items() for name in names]
+
+
+def entry_task(entry: str):
+    """The Task class the entry point runs: the one its module imports."""
+    module = _entry_module(entry)
+    base = _entry_module("tasks").Task
+    found = {v for v in vars(module).values()
+             if isinstance(v, type) and issubclass(v, base) and v is not base}
+    if len(found) != 1:
+        raise LaunchError(f"albert.{entry} runs {len(found)} task classes, expected one")
+    return found.pop()
+
 
 # (flag, environment variable) for every value a job needs; env names as aws-samples'.
 REQUIRED = {
@@ -350,6 +353,12 @@ def build_request(args, passthrough, name: str, submit_dir: str | None = None) -
     bare: set[str] = set()
     hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri), bare=bare)
     check_trainer_flags(entry, hp, bare)
+    try:
+        metrics = metric_definitions(entry_task(entry))
+    except ImportError as e:
+        print(f"warning: cannot load albert.{entry} to read its metrics ({e}); the job will have "
+              "no metric definitions", file=sys.stderr)
+        metrics = []
     check_output_paths(hp, args.output_s3_uri, name)
     hp.update({
         "sagemaker_program": f"{entry}.py",
@@ -365,7 +374,7 @@ def build_request(args, passthrough, name: str, submit_dir: str | None = None) -
         "AlgorithmSpecification": {
             "TrainingImage": args.image_name,
             "TrainingInputMode": "File",
-            "MetricDefinitions": METRIC_DEFINITIONS,
+            "MetricDefinitions": metrics,
             "EnableSageMakerMetricsTimeSeries": True,
         },
         "RoleArn": args.role,

@@ -259,7 +259,7 @@ def test_every_module_name_in_the_packages_docstrings_and_comments_exists():
     # The check itself: a gone module, a gone function and a gone top-level name are caught; a
     # string's value, a real function and a lazy export are not.
     probe = ('"""Runs on albert.train.run_record."""\n'
-             "NAME = 'albert.encoder.layer'  # as albert.train.run_dir.write_run_record does\n"
+             "NAME = 'albert.encoder.layer'  # as albert.train.run_dir.start_state does\n"
              "def f():\n    \"\"\"See albert.run and albert.load_pretrained.\"\"\"\n"
              "    # albert.cli.flags.no_such_thing.\n")
     assert stale_names_in_source(probe, found) == [

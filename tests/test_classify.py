@@ -221,10 +221,11 @@ def test_metric_regexes_match_run_classifier_log_lines(topic_run, regression_run
         "launch_sagemaker", os.path.join(REPO_ROOT, "scripts", "launch_sagemaker.py"))
     launcher = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(launcher)
-    regexes = {m["Name"]: m["Regex"] for m in launcher.METRIC_DEFINITIONS
-               if m["Name"].startswith("classifier:")}
-    assert set(regexes) == {"classifier:accuracy", "classifier:mcc", "classifier:f1",
-                            "classifier:pearson", "classifier:spearman"}
+    regexes = {m["Name"]: m["Regex"] for m in launcher.metric_definitions(
+        launcher.entry_task("run_classifier")) if m["Name"].startswith("eval:")
+        and m["Name"] != "eval:loss"}
+    assert set(regexes) == {"eval:accuracy", "eval:mcc", "eval:f1", "eval:pearson",
+                            "eval:spearman"}
     for (_, proc), results, names in (
             (topic_run, topic_run[0] / "run" / "eval_results.json", ("accuracy", "mcc")),
             (regression_run, regression_run[0] / "o" / "eval_results.json",

@@ -26,7 +26,6 @@ or prefix; --load_from pretrained: an exported classifier); a checkpoint without
 
 from __future__ import annotations
 
-import os
 import sys
 
 from albert.cli.flags import (
@@ -40,19 +39,17 @@ from albert.cli.flags import (
     run_main,
 )
 from albert.cli.resolve import (
+    check_fine_tuning,
     check_training_flags,
     column_flag,
-    fine_tuned_path,
     plan_ranks,
     resolve_paths,
     resolve_spec,
     settle_features,
-    tokenizer_path,
 )
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
-from albert.io.savedmodel import check_export_dir
 from albert.tasks.classification import FEATURES, REPORTED, ClassifierOptions, ClassifierTask
-from albert.tasks.runner import check_keep_best, run_or_plan
+from albert.tasks.runner import run_or_plan
 from albert.train.run_spec import Data
 
 
@@ -160,22 +157,10 @@ def resolve(args):
         data=Data(train=args.train_file, eval=args.eval_file, predict=args.test_file))
     if args.plan_only:
         return spec
-    check_export_dir(spec)  # before any other work: the export comes at the end of the run
-    for name in ("train_file", "eval_file", "test_file"):
-        path = getattr(args, name)
-        if path and not os.path.isfile(path):
-            raise FlagError(f"--{name} {path} does not exist")
-    if not args.train_file and args.load_from == "scratch":
-        raise FlagError("evaluation or prediction without --train_file needs a fine-tuned "
-                        "model: give --load_from checkpoint --checkpoint_path <a "
-                        "run_classifier checkpoint directory> (or --load_from pretrained <a "
-                        "classifier directory>); --load_from scratch would score random "
-                        "weights")
-    if not args.train_file:
-        fine_tuned_path(args)  # before reading any file: a missing model is the first error
-    spec = spec.replace(vocabulary=tokenizer_path(args))
-    check_keep_best(spec, REPORTED, args.eval_file, "--eval_file")
-    return spec
+    return check_fine_tuning(args, spec, files=("train_file", "eval_file", "test_file"),
+                             scored_by="eval_file", reported=REPORTED,
+                             without_training="evaluation or prediction",
+                             tool="run_classifier", model_kind="classifier")
 
 
 def run(args) -> int:

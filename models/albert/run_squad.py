@@ -18,11 +18,9 @@ refused rather than scored.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from albert.cli.flags import (
-    FlagError,
     Parser,
     Renamed,
     add_export_flag,
@@ -32,16 +30,14 @@ from albert.cli.flags import (
     run_main,
 )
 from albert.cli.resolve import (
+    check_fine_tuning,
     check_training_flags,
-    fine_tuned_path,
     plan_ranks,
     resolve_paths,
     resolve_spec,
     settle_features,
-    tokenizer_path,
 )
-from albert.io.savedmodel import check_export_dir
-from albert.tasks.runner import check_keep_best, run_or_plan
+from albert.tasks.runner import run_or_plan
 from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadOptions, SquadTask
 from albert.train.run_spec import Data
 
@@ -101,21 +97,10 @@ def resolve(args):
                         data=Data(train=args.train_file, predict=args.predict_file))
     if args.plan_only:
         return spec
-    check_export_dir(spec)  # before any other work: the export comes at the end of the run
-    for name in ("train_file", "predict_file"):
-        path = getattr(args, name)
-        if path and not os.path.isfile(path):
-            raise FlagError(f"--{name} {path} does not exist")
-    if not args.train_file and args.load_from == "scratch":
-        raise FlagError("prediction without --train_file needs a fine-tuned model: give "
-                        "--load_from checkpoint --checkpoint_path <a run_squad checkpoint "
-                        "directory> (or --load_from pretrained <a QA model directory>); "
-                        "--load_from scratch would score random weights")
-    if not args.train_file:
-        fine_tuned_path(args)  # before reading any file: a missing model is the first error
-    spec = spec.replace(vocabulary=tokenizer_path(args))
-    check_keep_best(spec, REPORTED, args.predict_file, "--predict_file")
-    return spec
+    return check_fine_tuning(args, spec, files=("train_file", "predict_file"),
+                             scored_by="predict_file", reported=REPORTED,
+                             without_training="prediction", tool="run_squad",
+                             model_kind="QA model")
 
 
 def run(args) -> int:

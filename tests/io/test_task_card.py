@@ -89,5 +89,6 @@ def test_item8_a_card_of_the_wrong_shape_is_a_checkpoint_error(card, message, tm
 
 def test_item8_a_run_record_whose_spec_is_not_an_object(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"spec": "squad"}))
-    with pytest.raises(CheckpointError, match='"spec" must be a JSON object, got the string'):
+    with pytest.raises(CheckpointError, match="its 'spec' is a string, expected an object; it is "
+                                              "the run record of the model"):
         read_task_card(str(tmp_path))

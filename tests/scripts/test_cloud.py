@@ -244,9 +244,67 @@ def test_run_classifier_is_an_entry_point(tmp_path):
     assert os.listdir(tmp_path) == []  # a plan: nothing trained, nothing written
 
 
+ENTRY_TASKS = {"run_pretraining": ("albert.tasks.pretraining", "PretrainingTask"),
+               "run_squad": ("albert.tasks.squad", "SquadTask"),
+               "run_classifier": ("albert.tasks.classification", "ClassifierTask")}
+
+
+def logged_lines(task, order, capsys) -> tuple[str, dict]:
+    """Every line `task` logs, printed by the trainers' own logger with its keys in `order`
+    (a function of the names), and the values it was given."""
+    from albert.train.distributed import Distributed
+    from albert.train.run_logging import MetricsLogger
+
+    metrics = MetricsLogger(None, Distributed())
+    # Each format the logger writes: small, large (fixed point), tiny (exponent), whole, negative.
+    samples = (0.123456, 12345.678, 2.5e-05, 3, -0.75, 71.93)
+    values = {}
+    for prefix, names in task.logged.items():
+        line = {name: samples[i % len(samples)] + (i // len(samples))
+                for i, name in enumerate(names)}
+        values[prefix] = line
+        metrics.log(prefix, 17, {name: line[name] for name in order(list(names))})
+    return capsys.readouterr().out, values
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_TASKS))
+def test_metric_definitions_read_each_logged_value_in_any_key_order(entry, capsys):
+    """The launcher's MetricDefinitions come from the task the entry point runs (Task.logged) and
+    read each value from lines the trainers' logger prints, whatever the order of the keys; a
+    regex reads no line of another prefix (of any task: "val" is in "eval")."""
+    import importlib
+    import random
+
+    ls = load_launcher()
+    module, name = ENTRY_TASKS[entry]
+    task = ls.entry_task(entry)
+    assert task is getattr(importlib.import_module(module), name)
+    definitions = ls.metric_definitions(task)
+    assert len(definitions) <= 40  # SageMaker's limit per job
+    assert len({d["Name"] for d in definitions}) == len(definitions)
+    rng = random.Random(0)
+    orders = (lambda names: names, lambda names: names[::-1],
+              lambda names: rng.sample(names, len(names)))
+    for order in orders:
+        out, values = logged_lines(task, order, capsys)
+        for definition in definitions:
+            prefix, metric = definition["Name"].split(":")
+            found = re.findall(definition["Regex"], out)
+            assert len(found) == 1, (definition, out)
+            assert float(found[0]) == pytest.approx(values[prefix][metric], rel=1e-3), definition
+    others = [ls.entry_task(e) for e in ENTRY_TASKS if e != entry]
+    for other in others:
+        out, _ = logged_lines(other, lambda names: names, capsys)
+        foreign = "".join(line + "\n" for line in out.splitlines()
+                          if line.split(" step ")[0] not in task.logged)
+        assert not any(re.findall(d["Regex"], foreign) for d in definitions)
+
+
 @pytest.mark.e2e
 def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_path):
-    """Regexes checked against what our trainers actually print."""
+    """Each job's regexes checked against what its trainer actually prints: every value the
+    run's metrics.jsonl (or eval_results.json) holds is read; a metric this run did not log is
+    not."""
     ls = load_launcher()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     pre = subprocess.run([
@@ -260,35 +318,40 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
     from albert.demo.squad_sample import write_sample
 
     train_file, dev = write_sample(str(tmp_path / "sq"), train_questions=5, dev_questions=8)
-    # One fine-tuning step: run_squad refuses to score an untrained model.
+    # Two fine-tuning steps: run_squad refuses to score an untrained model.
     sq = subprocess.run([
         sys.executable, "-m", "albert.run_squad", "--train_file", train_file, "--predict_file",
         dev, "--model_size", "tiny", "--spm_model", sample_vocab, "--max_seq_length", "128",
-        "--per_gpu_batch_size", "2", "--total_steps", "1", "--skip_xla", "--output_dir",
-        str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"), "--log_dir",
-        str(tmp_path / "l2"), "--checkpoint_dir", str(tmp_path / "ck2"), "--no_progress"],
-        capture_output=True, text=True, env=env, check=True)
-    records = [json.loads(line) for line in open(tmp_path / "lg" / "metrics.jsonl")]
-    train, val = records[-2], records[-1]
-    evals = json.loads((tmp_path / "o" / "eval_results.json").read_text())
-    expected = {
-        "train:loss": train["loss"], "train:mlm_acc": train["mlm_acc"],
-        "train:sop_acc": train["sop_acc"], "train:learning_rate": train["learning_rate"],
-        "train:seq_per_sec": train["seq_per_sec"], "val:loss": val["loss"],
-        "val:mlm_acc": val["mlm_acc"], "val:sop_acc": val["sop_acc"],
-        "squad:exact": evals["exact"], "squad:f1": evals["f1"],
-    }
-    # run_classifier's are checked against its own log in test_classify (its fine-tune is there).
-    ours = [m for m in ls.METRIC_DEFINITIONS if not m["Name"].startswith("classifier:")]
-    assert {m["Name"] for m in ours} == set(expected)
-    for metric in ours:
-        # SageMaker reports the last match in the log.
-        # Each job's log is its own trainer's (run_squad prints train lines too).
-        log = sq.stdout if metric["Name"].startswith("squad:") else pre.stdout
-        matches = re.findall(metric["Regex"], log)
-        assert matches, metric
-        assert float(matches[-1]) == pytest.approx(expected[metric["Name"]], rel=2e-3,
-                                                   abs=1e-6), metric
+        "--per_gpu_batch_size", "2", "--total_steps", "2", "--log_frequency", "1",
+        "--skip_xla", "--output_dir", str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"),
+        "--log_dir", str(tmp_path / "l2"), "--checkpoint_dir", str(tmp_path / "ck2"),
+        "--no_progress"], capture_output=True, text=True, env=env, check=True)
+
+    def last_of_each(log_dir):
+        records = {}
+        for line in open(log_dir / "metrics.jsonl"):
+            record = json.loads(line)
+            records[record["split"]] = record  # SageMaker reports the last match in the log
+        return records
+
+    squad_records = last_of_each(tmp_path / "l2")
+    squad_records["eval"] = json.loads((tmp_path / "o" / "eval_results.json").read_text())
+    for entry, proc, records in (("run_pretraining", pre, last_of_each(tmp_path / "lg")),
+                                 ("run_squad", sq, squad_records)):
+        definitions = ls.metric_definitions(ls.entry_task(entry))
+        read = 0
+        for metric in definitions:
+            prefix, name = metric["Name"].split(":")
+            matches = re.findall(metric["Regex"], proc.stdout)
+            value = records.get(prefix, {}).get(name)
+            if not isinstance(value, int | float):
+                assert not matches, metric
+                continue
+            assert matches, metric
+            assert float(matches[-1]) == pytest.approx(value, rel=2e-3, abs=1e-6), metric
+            read += 1
+        # Its training line whole (seq_per_sec: the second update's), and its scores.
+        assert read >= len(ls.entry_task(entry).logged["train"]) + 2, entry
 
 
 @pytest.mark.e2e

@@ -80,14 +80,16 @@ def test_keep_best_keeps_only_an_improvement_and_records_it(tmp_path, sample_voc
     assert len(kept) == 4
 
 
-def test_the_final_evaluation_reuses_a_periodic_one_at_the_same_step():
+def test_the_final_evaluation_reuses_one_at_the_same_step():
+    """An evaluation-only run, or one whose last periodic scoring fell on its last step (a run
+    resumed at it), scores the final model once."""
     calls = []
-    tracked = runner.Tracked(Evaluation("eval", 5, lambda xla, step: calls.append(step)
-                                        or {"step": step}))
-    assert (tracked.prefix, tracked.frequency) == ("eval", 5)
-    assert tracked(False, 5) == {"step": 5}
-    assert tracked.final(False, 5) == {"step": 5} and calls == [5]
-    assert tracked.final(False, 7) == {"step": 7} and calls == [5, 7]
+    evaluation = Evaluation("eval", 5, lambda xla, step: calls.append(step) or {"step": step})
+    assert evaluation.due(5, 10) and not evaluation.due(10, 10) and not evaluation.due(6, 10)
+    assert evaluation(False, 5) == {"step": 5}
+    assert evaluation.final(False, 5) == {"step": 5} and calls == [5]
+    assert evaluation.final(False, 7) == {"step": 7} and calls == [5, 7]
+    assert not Evaluation("val", 0, None).due(5, 10)  # 0: at the end only
 
 
 class _Scored(Task):
@@ -271,5 +273,5 @@ def test_the_spec_is_replaced_in_one_place_and_the_flags_are_never_written():
                         node.args and ast.unparse(node.args[0]) == "args":
                     flag_writes.append(f"{path.relative_to(root)}:{function.name}")
     assert sorted(set(spec_writes)) == ["tasks/__init__.py:__init__:self.spec",
-                                        "tasks/runner.py:_run:task.spec"]
+                                        "tasks/runner.py:build:task.spec"]
     assert [w for w in flag_writes if w.startswith("cli/resolve.py")] == []

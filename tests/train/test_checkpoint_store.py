@@ -10,10 +10,11 @@ import tensorflow as tf
 from helpers import make_trainer
 
 from albert.errors import CheckpointError
+from albert.io.run_record import RunRecord
 from albert.train.checkpoint_store import CheckpointStore
 from albert.train.distributed import Distributed
 from albert.train.optimization import make_optimizer
-from albert.train.run_dir import start_state, write_run_record
+from albert.train.run_dir import start_state
 from albert.train.trainer import Trainer
 
 
@@ -241,7 +242,7 @@ def test_a_legacy_second_phase_counts_the_updates_of_the_moments_it_began_with(t
     _legacy_checkpoint(old, str(phase1))
     old.step.assign(3)  # phase 2's own updates; its moments have seen 2 + 3
     _legacy_checkpoint(old, str(phase2))
-    write_run_record(str(phase2), {"started_from": {
+    RunRecord(str(phase2)).write({"started_from": {
         "load_from": "checkpoint", "checkpoint_path": str(phase1), "load_optimizer_state": True}})
     resumed = make_trainer()
     assert CheckpointStore(str(phase2), resumed.trackables(),
@@ -298,7 +299,7 @@ def test_discard_removes_the_run_and_nothing_else(batches, tmp_path):
     trainer = make_trainer()
     store = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed(),
                             config=trainer.model.config)
-    write_run_record(str(tmp_path), {"step": 1})
+    RunRecord(str(tmp_path)).write({"step": 1})
     for name in ("final", "best", "data/1x4x1/rank-0", "logs"):
         (tmp_path / name).mkdir(parents=True)
     (tmp_path / "notes.txt").write_text("mine")

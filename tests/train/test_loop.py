@@ -1,6 +1,7 @@
 """The training loop (albert.train.loop.fit) on a stand-in trainer: it stops at total_steps, logs,
-evaluates and checkpoints at their frequencies and at the end, stops cleanly on SIGTERM, and saves
-the progress made before a corrupt record stops it."""
+evaluates and checkpoints at their frequencies (evaluations before the last update, which the run
+scores once after the loop), checkpoints at the end, stops cleanly on SIGTERM, and saves the
+progress made before a corrupt record stops it."""
 
 import os
 import signal
@@ -11,6 +12,7 @@ import tensorflow as tf
 
 from albert.errors import DataError, FlagError
 from albert.train.distributed import Distributed
+from albert.train.evaluation import Evaluation
 from albert.train.loop import StopSignal, fit
 
 
@@ -66,29 +68,41 @@ def run(trainer, total_steps=10, **kwargs):
 
 
 def test_runs_to_total_steps_logging_evaluating_and_checkpointing_at_their_frequencies():
-    evaluated = []
+    evaluated, handed = [], []
     trainer = FakeTrainer()
-    outcome, saves, logs = run(trainer, evaluations=[
-        ("eval", 5, lambda: evaluated.append(trainer.step) or {"accuracy": 0.5})])
+    evaluation = Evaluation("eval", 5, lambda xla, step: evaluated.append((xla, step))
+                            or {"accuracy": 0.5})
+    outcome, saves, logs = run(trainer, evaluations=[evaluation], xla=True,
+                               on_scores=lambda e, scores, step: handed.append((e, scores, step)))
     assert outcome == "done" and trainer.step == 10 and trainer.calls == 10
     assert saves == [4, 8, 10]  # every 4 updates and the end
     assert [(p, s) for p, s, _ in logs] == [("train", 3), ("eval", 5), ("train", 6),
-                                            ("train", 9), ("eval", 10)]
-    assert evaluated == [5, 10]  # step 10 is the frequency's: no second evaluation at the end
+                                            ("train", 9)]
+    # Not at step 10, the last: the run scores the final model once, after the loop.
+    assert evaluated == [(True, 5)]
+    assert handed == [(evaluation, {"accuracy": 0.5}, 5)]
+    assert (evaluation.step, evaluation.scores) == (5, {"accuracy": 0.5})
     train = logs[0][2]
     assert train["loss"] == 1.0 and train["learning_rate"] == 0.01
     assert train["grad_norm"] == 0.5 and train["weight_norm"] == 2.0
     assert train["skipped_updates"] == 0 and train["seq_per_sec"] > 0
 
 
-def test_the_end_evaluates_and_checkpoints_once_off_the_frequencies():
+def test_the_end_checkpoints_once_off_the_frequencies_and_evaluates_nothing():
+    evaluation = Evaluation("val", 5, lambda xla, step: {"loss": 2.0})
     outcome, saves, logs = run(FakeTrainer(), total_steps=7, checkpoint_frequency=0,
-                               evaluations=[("val", 5, lambda: {"loss": 2.0})])
+                               evaluations=[evaluation])
     assert outcome == "done" and saves == [7]  # 0: only at the end
-    assert [(p, s) for p, s, _ in logs if p == "val"] == [("val", 5), ("val", 7)]
-    _, _, quiet = run(FakeTrainer(), total_steps=7, evaluate_at_end=False,
-                      evaluations=[("val", 5, lambda: {"loss": 2.0})])
-    assert [s for p, s, _ in quiet if p == "val"] == [5]
+    assert [(p, s) for p, s, _ in logs if p == "val"] == [("val", 5)]
+    assert evaluation.final(False, 7) == {"loss": 2.0} and evaluation.step == 7
+
+
+def test_a_rank_that_does_not_score_logs_nothing():
+    handed = []
+    _, _, logs = run(FakeTrainer(), total_steps=7,
+                     evaluations=[Evaluation("squad", 5, lambda xla, step: {})],
+                     on_scores=lambda e, scores, step: handed.append(scores))
+    assert [p for p, _, _ in logs] == ["train", "train"] and handed == [{}]
 
 
 def test_a_skipped_update_is_retried_and_logs_nothing():

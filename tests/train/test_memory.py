@@ -12,7 +12,6 @@ from albert.train.memory import (
     memory_plan_of,
     plan_only_lines,
     resolve_auto_batch,
-    synthetic_batch,
 )
 from albert.train.memory_plan import GIB, plan_fits
 
@@ -84,17 +83,3 @@ def test_plan_only_lines_plan_the_run_and_warn_when_it_does_not_fit():
     with pytest.raises(FlagError, match="give --memory_budget_gb"):
         plan_only_lines(pretraining_spec("--per_gpu_batch_size", "auto",
                                          "--global_batch_size", "64"), 1, head="pretraining")
-
-
-@pytest.mark.parametrize("loss, keys", [
-    ("pretraining", {"masked_lm_positions", "masked_lm_ids", "masked_lm_weights", "sop_labels"}),
-    ("squad", {"start_positions", "end_positions"}), ("classification", {"labels"}),
-    ("regression", {"labels"})])
-def test_synthetic_batches_hold_what_each_loss_reads(loss, keys):
-    batch = synthetic_batch(loss, 3, 16, 100, max_predictions=20)
-    assert set(batch) == {"input_ids", "attention_mask", "token_type_ids"} | keys
-    assert batch["input_ids"].shape == (3, 16) and int(batch["input_ids"].numpy().min()) >= 5
-    if loss == "pretraining":
-        assert batch["masked_lm_positions"].shape == (3, 15)  # at most every position but [CLS]
-    with pytest.raises(ValueError, match="unknown loss 'ner'"):
-        synthetic_batch("ner", 1, 8, 100)

@@ -9,6 +9,7 @@ import pytest
 from helpers import make_trainer
 
 from albert.errors import CheckpointError
+from albert.io.run_record import RunRecord
 from albert.train.checkpoint_store import CheckpointStore
 from albert.train.distributed import Distributed
 from albert.train.optimization import make_optimizer
@@ -17,10 +18,8 @@ from albert.train.run_dir import (
     describe_start,
     lock_run_directory,
     mark_finished,
-    read_run_record,
     remove_interrupted_saves,
     start_state,
-    write_run_record,
 )
 
 
@@ -41,14 +40,14 @@ def test_a_directory_locked_elsewhere_is_refused_naming_the_holder(tmp_path):
 
 
 def test_the_record_round_trips_and_a_garbled_one_is_an_error_not_a_new_run(tmp_path):
-    assert read_run_record(str(tmp_path)) is None
-    write_run_record(str(tmp_path / "run"), {"step": 3, "started_from": {"load_from": "scratch"}})
-    assert read_run_record(str(tmp_path / "run")) == {"step": 3,
+    assert RunRecord(str(tmp_path)).read() is None
+    RunRecord(str(tmp_path / "run")).write({"step": 3, "started_from": {"load_from": "scratch"}})
+    assert RunRecord(str(tmp_path / "run")).read() == {"step": 3,
                                                       "started_from": {"load_from": "scratch"}}
     assert os.listdir(tmp_path / "run") == ["run.json"]  # no temporary left beside it
     (tmp_path / "run" / "run.json").write_text('{"step": 3,')
     with pytest.raises(CheckpointError, match="run.json is unreadable .* new --checkpoint_dir"):
-        read_run_record(str(tmp_path / "run"))
+        RunRecord(str(tmp_path / "run")).read()
 
 
 def test_mark_finished_keeps_the_record_and_only_rank_0_writes(tmp_path):
@@ -56,9 +55,9 @@ def test_mark_finished_keeps_the_record_and_only_rank_0_writes(tmp_path):
         rank = 1
 
     xla = {"gradient": True, "update": True, "reason": "--xla on"}
-    write_run_record(str(tmp_path), {"xla": xla, "finished": False})
+    RunRecord(str(tmp_path)).write({"xla": xla, "finished": False})
     mark_finished(str(tmp_path), 9, Rank1())
-    assert read_run_record(str(tmp_path))["finished"] is False
+    assert RunRecord(str(tmp_path)).read()["finished"] is False
     mark_finished(str(tmp_path), 9, Distributed())
     assert json.loads((tmp_path / "run.json").read_text()) == {
         "xla": xla, "finished": True, "step": 9}
@@ -87,7 +86,7 @@ def test_load_from_checkpoint_with_nothing_to_load_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match="--load_from checkpoint: no checkpoint in "
                                               "--checkpoint_dir .* and no --checkpoint_path"):
         start_state(trainer, store, load_from="checkpoint", checkpoint_path=None)
-    assert read_run_record(str(tmp_path)) is None  # a refused start records nothing
+    assert RunRecord(str(tmp_path)).read() is None  # a refused start records nothing
 
 
 def test_checkpoints_without_a_record_resume_as_this_commands_run(tmp_path, caplog):
@@ -109,7 +108,7 @@ def test_checkpoints_without_a_record_resume_as_this_commands_run(tmp_path, capl
                            load_from="scratch", checkpoint_path=None,
                            record={"spec": {"bias_correction": True}}) == "resumed"
     assert int(again.step) == 1 and again.optimizer.bias_correction
-    record = read_run_record(str(tmp_path))
+    record = RunRecord(str(tmp_path)).read()
     assert record["started_from"] == start and record["spec"]["bias_correction"] is True
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert [w for w in warnings if "run.json" in w and "best" not in w] == [
@@ -143,7 +142,7 @@ def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_pat
     assert start_state(fresh, handler, load_from="pretrained", checkpoint_path="/models/x",
                        record={"started_from": other}, overwrite=True) == "new"
     assert int(fresh.step) == 0 and not handler.has_checkpoints()
-    assert read_run_record(str(tmp_path))["started_from"] == other
+    assert RunRecord(str(tmp_path)).read()["started_from"] == other
 
 
 def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tmp_path, caplog):
@@ -198,11 +197,11 @@ def test_a_run_recorded_before_specs_continues_with_uncorrected_moments(batches,
                 load_from="scratch", checkpoint_path=None,
                 record={"started_from": start, "spec": {"bias_correction": True}})
     assert not again.optimizer.bias_correction
-    assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is False
+    assert RunRecord(str(tmp_path)).read()["spec"]["bias_correction"] is False
 
 
 def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
-    write_run_record(str(tmp_path), {"best": {"metric": "f1", "value": 90.0, "step": 50}})
+    RunRecord(str(tmp_path)).write({"best": {"metric": "f1", "value": 90.0, "step": 50}})
     (tmp_path / "best").mkdir()
     (tmp_path / "best" / "config.json").write_text("{}")
     trainer = make_trainer()
@@ -211,7 +210,7 @@ def test_a_best_model_of_an_attempt_without_checkpoints_is_dropped(tmp_path):
                                                 Distributed()),
                        load_from="scratch", checkpoint_path=None,
                        record={"started_from": start}) == "new"
-    assert "best" not in read_run_record(str(tmp_path)) and not (tmp_path / "best").exists()
+    assert "best" not in RunRecord(str(tmp_path)).read() and not (tmp_path / "best").exists()
 
 
 def _saved_run(directory, record):
@@ -220,7 +219,7 @@ def _saved_run(directory, record):
     store = CheckpointStore(str(directory), first.trackables(), Distributed())
     first.step.assign(1)
     store.save(1)
-    write_run_record(str(directory), record)
+    RunRecord(str(directory)).write(record)
 
 
 SCRATCH = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
@@ -239,7 +238,7 @@ def test_a_run_recorded_before_specs_resumes_in_the_form_its_record_holds(tmp_pa
                            record={"started_from": SCRATCH,
                                    "spec": {"bias_correction": True}}) == "resumed"
     assert again.optimizer.bias_correction
-    assert read_run_record(str(tmp_path))["spec"]["bias_correction"] is True
+    assert RunRecord(str(tmp_path)).read()["spec"]["bias_correction"] is True
     assert "uncorrected" not in caplog.text
     _saved_run(tmp_path / "off", {"started_from": SCRATCH, "bias_correction": False})
     other = make_trainer()
@@ -296,7 +295,7 @@ def test_a_record_of_the_wrong_shape_is_one_error_naming_it(record, wrong, tmp_p
     training), never a traceback later; --overwrite_checkpoint_dir discards it as asked."""
     (tmp_path / "run.json").write_text(json.dumps(record))
     with pytest.raises(CheckpointError) as e:
-        read_run_record(str(tmp_path))
+        RunRecord(str(tmp_path)).read()
     assert f"{tmp_path / 'run.json'} is not a run record: {wrong}" in str(e.value)
     assert "--overwrite_checkpoint_dir" in str(e.value)
 
@@ -312,4 +311,4 @@ def test_a_record_of_the_wrong_shape_stops_a_start_and_overwrite_discards_it(tmp
         start_state(trainer, store, load_from="scratch", checkpoint_path=None)
     assert start_state(trainer, store, load_from="scratch", checkpoint_path=None,
                        overwrite=True) == "new"
-    assert read_run_record(str(tmp_path))["started_from"]["load_from"] == "scratch"
+    assert RunRecord(str(tmp_path)).read()["started_from"]["load_from"] == "scratch"

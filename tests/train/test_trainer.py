@@ -300,8 +300,13 @@ def test_auto_micro_batch_trials_bisect_and_keep_a_margin():
     # The GPU path of --per_gpu_batch_size auto, with the out-of-memory error a GPU would raise
     # for more than 6 sequences.
     from albert.tasks.losses import pretraining_loss
+    from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
     from albert.train.batch_plan import largest_micro_batch
-    from albert.train.memory import micro_batch_trial, synthetic_batch
+    from albert.train.memory import micro_batch_trial
+    from albert.train.run_spec import RunSpec
+
+    task = PretrainingTask(RunSpec(task="pretraining",
+                                   options=PretrainingOptions(max_predictions_per_seq=5)))
 
     trainer = make_trainer()
     tried = []
@@ -314,13 +319,10 @@ def test_auto_micro_batch_trials_bisect_and_keep_a_margin():
         return pretraining_loss(model, batch, training)
 
     fits = micro_batch_trial(trainer.model, loss_fn,
-                             lambda n: synthetic_batch("pretraining", n, 32, 2000, 5), jit=False,
+                             lambda n: task.synthetic_batch(n, 32, 2000), jit=False,
                              reserve_bytes=1 << 20)
     plan = largest_micro_batch(fits, global_batch=64, ranks=1, why="this GPU")
     # 4 is chosen because a trial of ceil(4 x 1.1) = 5 sequences ran; 8 (a trial of 9) did not.
     assert (plan.micro_batch, plan.accumulation) == (4, 16)
     assert 5 in tried and 9 in tried and max(tried) <= 36
-    for loss, label in (("squad", "start_positions"), ("classification", "labels"),
-                        ("regression", "labels")):
-        batch = synthetic_batch(loss, 3, 16, 100)
-        assert batch["input_ids"].shape == (3, 16) and batch[label].shape == (3,)
+    # Each task's synthetic batch against its loss: tests/tasks/test_declarations.py.

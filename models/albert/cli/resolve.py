@@ -14,7 +14,9 @@ import os
 
 from albert.errors import FlagError
 from albert.io.pretrained import vocabulary_file
+from albert.io.savedmodel import check_export_dir
 from albert.io.task_card import read_task_card
+from albert.tasks.runner import check_keep_best
 from albert.train.distributed import launched_by_horovod
 from albert.train.memory import check_batching
 from albert.train.run_spec import (
@@ -146,6 +148,31 @@ def fine_tuned_path(args) -> str:
         raise FlagError(f"--load_from checkpoint without --checkpoint_path uses the latest "
                         f"checkpoint in --checkpoint_dir {path}, which does not exist")
     return path
+
+
+def check_fine_tuning(args, spec: RunSpec, *, files: tuple, scored_by: str, reported: tuple,
+                      without_training: str, tool: str, model_kind: str) -> RunSpec:
+    """What a fine-tuning command (run_squad, run_classifier) checks once its spec is built and
+    before any other work: --export_dir (the export comes at the end of the run), the input
+    `files` (flag names) exist, an evaluation-only run has a fine-tuned model to score, and
+    --keep_best has the `reported` metric and --`scored_by` to score; returns the spec with its
+    vocabulary found. `without_training`, `tool` and `model_kind` word the refusal of
+    --load_from scratch with no --train_file."""
+    check_export_dir(spec)
+    for name in files:
+        path = getattr(args, name)
+        if path and not os.path.isfile(path):
+            raise FlagError(f"--{name} {path} does not exist")
+    if not args.train_file and args.load_from == "scratch":
+        raise FlagError(f"{without_training} without --train_file needs a fine-tuned model: "
+                        f"give --load_from checkpoint --checkpoint_path <a {tool} checkpoint "
+                        f"directory> (or --load_from pretrained <a {model_kind} directory>); "
+                        "--load_from scratch would score random weights")
+    if not args.train_file:
+        fine_tuned_path(args)  # before reading any file: a missing model is the first error
+    spec = spec.replace(vocabulary=tokenizer_path(args))
+    check_keep_best(spec, reported, getattr(args, scored_by), f"--{scored_by}")
+    return spec
 
 
 def settle_features(args, defaults: dict) -> dict:

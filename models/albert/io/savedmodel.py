@@ -31,7 +31,9 @@ TASKS = {
     "pretraining": ("AlbertForPreTraining", "predictions", ("mlm_logits", "sop_logits")),
     "classification": ("AlbertForSequenceClassification", "classifier", ("logits",)),
 }
-# The export task that serves a fine-tuning run's task (its card's "task").
+# The export task that serves a fine-tuning run's task (its card's "task"): what albert.export
+# checks a card against, and what a task's own --export_dir writes (albert.tasks.Task.export_task
+# reads it here, so the two cannot disagree).
 CARD_TASKS = {"squad": "qa", "classification": "classification",
               "regression": "classification", "pretraining": "pretraining"}
 

@@ -14,6 +14,7 @@ import json
 import os
 
 from albert.errors import CheckpointError
+from albert.io.run_record import RunRecord
 
 TASK_FILE = "albert_task.json"
 
@@ -42,7 +43,7 @@ def read_task_card(path: str) -> dict | None:
     elsewhere, or exported before cards existed)."""
     directory = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
     for candidate in (os.path.join(directory, "assets", TASK_FILE),
-                      os.path.join(directory, TASK_FILE), os.path.join(directory, "run.json")):
+                      os.path.join(directory, TASK_FILE)):
         if not os.path.isfile(candidate):
             continue
         try:
@@ -54,16 +55,12 @@ def read_task_card(path: str) -> dict | None:
         if not isinstance(found, dict):
             raise CheckpointError(f"{candidate} (of the model {path}) does not hold a JSON "
                                   "object")
-        where = f"{candidate} (of the model {path})"
-        if candidate.endswith("run.json"):
-            if not found.get("spec"):
-                return None
-            if not isinstance(found["spec"], dict):
-                raise CheckpointError(f"{where}: \"spec\" must be a JSON object, got "
-                                      f"{_kind(found['spec'])}")
-            found = task_card(found["spec"])
-        return check_card(found, where)
-    return None
+        return check_card(found, f"{candidate} (of the model {path})")
+    record = RunRecord(directory)
+    spec = (record.read(advice=f"it is the run record of the model {path}") or {}).get("spec")
+    if not spec:
+        return None
+    return check_card(task_card(spec), f"{record.path} (of the model {path})")
 
 
 def _kind(value) -> str:

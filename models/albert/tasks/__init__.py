@@ -4,26 +4,29 @@ A task says how to build its model, its loss and metrics, its training data, how
 what to export and what baseline its scores are measured against. albert.tasks.runner runs every
 task the same way (build -> start or resume -> train -> evaluate -> export -> summary), so the
 runner modules (run_pretraining, run_squad, run_classifier) are their flags and a Task.
+
+Which task a run is, is said once, by its Task class: `name` (the run spec's and the task card's
+task), `head` (the memory plan's), `export_task` (its SavedModel's kind, the one the task card's
+task maps to: io.savedmodel.CARD_TASKS), `synthetic_batch` (the trial steps of
+--per_gpu_batch_size auto) and `logged` (the metrics its log lines carry, from which the
+SageMaker launcher makes its metric definitions). The layers below are handed these, never
+import them.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
 
+from albert.io.savedmodel import CARD_TASKS
 from albert.model import MODEL_INPUTS
 from albert.train import run_spec
+from albert.train.evaluation import Evaluation
 
-
-@dataclass
-class Evaluation:
-    """One evaluation of a task: `run(xla, step)` -> scores, logged under `prefix` every
-    `frequency` updates during training (0: at the end only) and once at the end."""
-    prefix: str
-    frequency: int
-    run: Callable
+# What albert.train.loop.fit adds to each "train" log line beside the task's metrics
+# (seq_per_sec: not on a line whose only update since the last one compiled the step).
+LOOP_LOGGED = ("learning_rate", "loss_scale", "grad_norm", "weight_norm", "skipped_updates",
+               "seq_per_sec")
 
 
 class Task:
@@ -35,8 +38,12 @@ class Task:
     name = "task"          # the run spec's task: pretraining | squad | classification | regression
     head = "pretraining"   # train.memory_plan's head: pretraining | squad | classifier
     unit = "examples"      # what one training example is called in the log
-    export_task = None     # albert.export's --task of its SavedModel (None: no SavedModel)
+    exports = False        # --export_dir writes a SavedModel of kind export_task at the end
     card = True            # final/ and exports carry the task card (albert.train.run_spec)
+    # The metrics each of its log lines carries, by the line's prefix ("train", and each
+    # Evaluation's): some only for some data (a classifier's f1 for two labels, SQuAD v2.0's
+    # HasAns_ ones, seq_per_sec not on the first line).
+    logged: dict[str, tuple[str, ...]] = {}
     rescore_finished = True  # an already finished run is evaluated again (its summary)
     needs_tokenizer = True   # fine-tuners featurize text; pretraining reads token ids
     num_labels = 2
@@ -44,6 +51,13 @@ class Task:
     def __init__(self, spec):
         self.spec = spec
         self.loss_fn = self.metric_names = self.metrics_fn = None
+
+    @property
+    def export_task(self) -> str | None:
+        """albert.export's --head for a SavedModel of this task (None: the run exports none):
+        the kind its task card's task maps to, so a run's --export_dir and a later
+        `albert.export` of its checkpoint agree."""
+        return CARD_TASKS[self.name] if self.exports else None
 
     # -- before the model -----------------------------------------------------------------------
     def setup(self, dist, tokenizer) -> dict:
@@ -87,6 +101,11 @@ class Task:
         """The error to raise for a corrupt input record (None: the original)."""
         return None
 
+    def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
+        """`micro_batch` full-length sequences with every feature this task's loss reads, for
+        the trial steps of --per_gpu_batch_size auto (albert.train.memory)."""
+        raise NotImplementedError
+
     # -- evaluation and export ------------------------------------------------------------------
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
         return []
@@ -116,6 +135,19 @@ def learned_nothing_warning(spec, steps: int) -> str:
             f"--learning_rate {spec.optimization.learning_rate:g} too low for this model's size "
             f"(a tiny or small model fine-tunes at 1e-4 to 1e-3, base and larger at 1e-5 to "
             f"5e-5) or too high, or too few updates ({steps})")
+
+
+def synthetic_inputs(micro_batch: int, seq_length: int, vocab_size: int) -> dict:
+    """The model inputs of a synthetic batch: random token ids (none of the first five, the
+    special pieces), every position attended to, one segment."""
+    # TensorFlow only for the trial steps: --plan_only reads the tasks without it.
+    import tensorflow as tf
+
+    b, s = micro_batch, seq_length
+    ids = tf.random.stateless_uniform([b, s], [0, 1], minval=5, maxval=max(vocab_size, 6),
+                                      dtype=tf.int32)
+    return {"input_ids": ids, "attention_mask": tf.ones([b, s], tf.int32),
+            "token_type_ids": tf.zeros([b, s], tf.int32)}
 
 
 def inference_fn(model, xla: bool, outputs: tuple, _cache: dict = {}):  # noqa: B006 - a memo

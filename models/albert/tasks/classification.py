@@ -19,9 +19,16 @@ from albert.data import classification as data
 from albert.errors import FlagError
 from albert.eval.classification_scoring import classification_scores, regression_scores
 from albert.io.pretrained import load_model
+from albert.io.run_record import RunRecord
 from albert.model import MODEL_INPUTS
-from albert.tasks import Evaluation, Task, cached_features, inference_fn
-from albert.train.run_dir import read_run_record
+from albert.tasks import (
+    LOOP_LOGGED,
+    Evaluation,
+    Task,
+    cached_features,
+    inference_fn,
+    synthetic_inputs,
+)
 from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.classifier")
@@ -32,6 +39,8 @@ logger = logging.getLogger("albert.classifier")
 
 FEATURES = {"max_seq_length": 128}
 REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
+# What losses.classification_metrics makes of the training sums (regression_metrics: loss alone).
+TRAINING_METRICS = ("loss", "accuracy")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -59,8 +68,9 @@ class ClassifierTask(Task):
     """spec.options: ClassifierOptions."""
 
     head = "classifier"
-    export_task = "classification"
+    exports = True
     reported = REPORTED
+    logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
 
     def __init__(self, spec):
         super().__init__(spec)
@@ -159,7 +169,7 @@ class ClassifierTask(Task):
         record = {}
         if spec.model.load_from == "checkpoint":
             directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
-            record = read_run_record(directory) or {}
+            record = RunRecord(directory).read() or {}
         trained = tuple(record["labels"]) if record.get("labels") else None
         asked = self.label_names
         names = trained or asked
@@ -220,6 +230,13 @@ class ClassifierTask(Task):
         return (losses.classification_loss, losses.CLASSIFICATION_METRICS,
                 losses.classification_metrics)
 
+    def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
+        import tensorflow as tf  # TensorFlow: see the note at the top
+
+        dtype = tf.float32 if self.regression else tf.int32
+        return {**synthetic_inputs(micro_batch, seq_length, vocab_size),
+                "labels": tf.zeros([micro_batch], dtype)}
+
     def training_data(self, plan, skip_records: int, dist):
         # TensorFlow: see the note at the top.
         import tensorflow as tf
@@ -257,7 +274,7 @@ class ClassifierTask(Task):
                                             self.regression)
             return score(self, index, logits, labels, step) if dist.is_chief else {}
 
-        return [Evaluation("eval", self.spec.outputs.eval_frequency, evaluate)]
+        return [Evaluation("eval", self.spec.outputs.eval_frequency, evaluate, keeps_best=True)]
 
     def after_evaluation(self, model, xla: bool, dist) -> None:
         """--test_file: predictions.tsv in --output_dir."""

@@ -15,11 +15,15 @@ from dataclasses import dataclass
 
 from albert.errors import DataError
 from albert.io.pretrained import save_pretrained
-from albert.tasks import Evaluation, Task
+from albert.tasks import LOOP_LOGGED, Evaluation, Task, synthetic_inputs
+from albert.tasks.squad import REPORTED as SQUAD_REPORTED
 from albert.train import run_spec
 from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.pretraining")
+
+# What losses.pretraining_metrics makes of the training (and validation) sums.
+TRAINING_METRICS = ("loss", "mlm_loss", "mlm_acc", "sop_loss", "sop_acc")
 
 # This module imports no TensorFlow: run_pretraining --plan_only reads PretrainingTask without it.
 # The model, the losses and the record reader (albert.data.reader), which import TensorFlow, are
@@ -54,6 +58,8 @@ class PretrainingTask(Task):
     head = "pretraining"
     unit = "sequences"
     card = False  # a pretrained model serves no task
+    logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "val": TRAINING_METRICS,
+              "squad": SQUAD_REPORTED}
     rescore_finished = False  # a finished run was validated at its end
     needs_tokenizer = False  # the records hold token ids
 
@@ -133,6 +139,18 @@ class PretrainingTask(Task):
             shuffle_buffer=o.shuffle_buffer, skip_records=skip_records,
             skip_corrupt=o.skip_corrupt_records,
         ).batch(plan.accumulation, drop_remainder=True)
+
+    def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
+        """Full-length sequences with --max_predictions_per_seq masked positions (at most every
+        one but [CLS])."""
+        import tensorflow as tf  # TensorFlow: see the note at the top
+
+        b = micro_batch
+        batch = synthetic_inputs(b, seq_length, vocab_size)
+        p = min(self.spec.options.max_predictions_per_seq, seq_length - 1)
+        return {**batch, "masked_lm_positions": tf.tile(tf.range(1, p + 1)[None], [b, 1]),
+                "masked_lm_ids": batch["input_ids"][:, :p], "masked_lm_weights": tf.ones([b, p]),
+                "sop_labels": tf.zeros([b], tf.int32)}
 
     def explain_data_error(self, error):
         # TensorFlow: see the note at the top.

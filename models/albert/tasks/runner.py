@@ -14,10 +14,12 @@ import logging
 import math
 import os
 import time
+from typing import NamedTuple
 
 from albert.data.tokenization import load_tokenizer
 from albert.errors import FlagError
 from albert.io.pretrained import load_pretrained, save_pretrained
+from albert.io.run_record import RunRecord
 from albert.io.savedmodel import export_after_run
 from albert.io.task_card import TASK_FILE, read_task_card, task_card
 from albert.tasks import learned_nothing_warning
@@ -26,10 +28,8 @@ from albert.train.memory import choose_auto_batch, memory_plan_of, plan_only_lin
 from albert.train.run_dir import (
     lock_run_directory,
     mark_finished,
-    read_run_record,
     release_unused_run_directory,
     start_state,
-    write_run_record,
 )
 from albert.train.run_spec import (
     RunSpec,
@@ -79,20 +79,65 @@ def run(task_class, spec: RunSpec) -> int:
         raise
 
 
+class Outcome(NamedTuple):
+    """How the training phase ended: status "done", "stopped" (SIGTERM; a checkpoint holds the
+    progress), "finished" (the run had already ended: nothing trained) or "evaluated" (an
+    evaluation-only run: nothing to train), the step, and the run's evaluations."""
+    status: str
+    step: int
+    evaluations: list
+
+
 def _run(task, dist, started: float) -> int:
+    """The phases, in order: build; start or resume, and train; evaluate; keep the best;
+    export; summarise."""
+    from albert.train.run_logging import MetricsLogger  # TensorFlow: see the note at the top
+
+    model, xla, auto_line = build(task, dist)
+    spec = task.spec
+    metrics = MetricsLogger(spec.outputs.log_dir, dist)
+    try:
+        if spec.trains:
+            outcome = train(task, model, dist, metrics, xla, auto_line)
+            if outcome.status == "stopped":
+                if dist.is_chief:
+                    print(f"stopped at step {outcome.step}; checkpoint in "
+                          f"{spec.outputs.checkpoint_dir}; run the same command to resume",
+                          flush=True)
+                return 0
+        else:
+            outcome = Outcome("evaluated", 0, task.evaluations(model, None, dist))
+        final = evaluate(task, outcome, xla, metrics)
+        if spec.trains and outcome.status != "finished":
+            for evaluation in outcome.evaluations:
+                if evaluation.keeps_best:
+                    keep_best(spec, model, final.get(evaluation.prefix), outcome.step, dist)
+        task.after_evaluation(model, xla.gradient, dist)
+        exported = export(task, model, dist)
+        best = kept_best(spec, exported, dist) if spec.trains else None
+    finally:
+        metrics.close()
+    if dist.is_chief:
+        print(summary(task, outcome.status, outcome.step, time.time() - started, final, exported,
+                      best), flush=True)
+    dist.barrier()
+    return 0
+
+
+def build(task, dist):
+    """The run's precision and seed, the task's data (setup), the model, the XLA plan and, with
+    --per_gpu_batch_size auto, the micro-batch; then the one fold. Returns (the model, the XLA
+    plan, the line that says why auto chose its micro-batch, or None)."""
     # TensorFlow: see the note at the top.
     import keras
 
     from albert.train.precision import set_precision
-    from albert.train.run_logging import MetricsLogger
 
     spec = task.spec
     set_precision(spec.execution.precision)
     # Rank 0's initial weights are broadcast to every rank; dropout masks are keyed by rank.
     keras.utils.set_random_seed(spec.execution.seed)
-    tokenizer = None
-    if task.needs_tokenizer:
-        tokenizer = load_tokenizer(spec.vocabulary)
+    tokenizer = load_tokenizer(spec.vocabulary) if task.needs_tokenizer else None
     settled = task.setup(dist, tokenizer)
     model = build_model(task) if spec.trains else task.fine_tuned_model(dist)
     check_fits(model.config, spec.options.max_seq_length)
@@ -107,41 +152,23 @@ def _run(task, dist, started: float) -> int:
     # The one fold: what the data settled (setup) and the micro-batch --per_gpu_batch_size auto
     # chose, into a new spec that every later reader (the record, the evaluations, final/'s
     # task card, the summary) sees; nothing replaces it after this.
-    spec = task.spec = spec.replace(**settled)
+    task.spec = spec.replace(**settled)
+    return model, xla, auto_line
 
-    metrics = MetricsLogger(spec.outputs.log_dir, dist)
-    try:
-        status, step, evaluations = None, 0, None
-        if spec.trains:
-            status, step, evaluations = train(task, model, dist, metrics, xla, auto_line)
-            if status == "stopped":
-                if dist.is_chief:
-                    print(f"stopped at step {step}; checkpoint in "
-                          f"{spec.outputs.checkpoint_dir}; run the same command to resume",
-                          flush=True)
-                return 0
-        if evaluations is None:
-            evaluations = [Tracked(e) for e in task.evaluations(model, None, dist)]
-        final = {}
-        if status != "finished" or task.rescore_finished:
-            for evaluation in evaluations:
-                scores = evaluation.final(xla.gradient, step)
-                if scores:
-                    final[evaluation.prefix] = scores
-                    if evaluation.logged_at != step:
-                        metrics.log(evaluation.prefix, step, scores)
-        if spec.trains and status != "finished":
-            keep_best(spec, model, final.get("eval"), step, dist)
-        task.after_evaluation(model, xla.gradient, dist)
-        exported = export(task, model, dist)
-        best = kept_best(spec, exported, dist) if spec.trains else None
-    finally:
-        metrics.close()
-    if dist.is_chief:
-        print(summary(task, status, step, time.time() - started, final, exported, best),
-              flush=True)
-    dist.barrier()
-    return 0
+
+def evaluate(task, outcome: Outcome, xla, metrics) -> dict:
+    """The final model's scores, {prefix: scores}, each logged at the run's last step (an
+    evaluation training ran at that step is not run again). An already finished run is
+    scored again only if its task says so (its summary)."""
+    final = {}
+    if outcome.status == "finished" and not task.rescore_finished:
+        return final
+    for evaluation in outcome.evaluations:
+        scores = evaluation.final(xla.gradient, outcome.step)
+        if scores:
+            final[evaluation.prefix] = scores
+            metrics.log(evaluation.prefix, outcome.step, scores)
+    return final
 
 
 def process_started(_stat: str = "/proc/self/stat") -> float:
@@ -175,29 +202,10 @@ def claim_run_directory(spec: RunSpec, dist) -> list[str]:
             path = os.path.dirname(path)
         lock_run_directory(out.checkpoint_dir)
         if not out.overwrite_checkpoint_dir:
-            read_run_record(out.checkpoint_dir)
+            RunRecord(out.checkpoint_dir).read()
         return created
 
     return distributed.on_chief(dist, claim)
-
-
-class Tracked:
-    """An Evaluation with its last result kept: the end of the run scores the final model once,
-    not again when the last periodic evaluation already did at that step."""
-
-    def __init__(self, evaluation):
-        self.prefix, self.frequency = evaluation.prefix, evaluation.frequency
-        self.evaluation = evaluation
-        self.step, self.scores, self.logged_at = None, None, None
-
-    def __call__(self, xla: bool, step: int):
-        self.step, self.scores = step, self.evaluation.run(xla, step)
-        return self.scores
-
-    def final(self, xla: bool, step: int):
-        if self.step != step:
-            self(xla, step)
-        return self.scores
 
 
 def build_model(task):
@@ -224,7 +232,7 @@ def recorded_run(spec: RunSpec, dist) -> dict | None:
     out = spec.outputs
     if not spec.trains or out.overwrite_checkpoint_dir:
         return None
-    return distributed.on_chief(dist, lambda: read_run_record(out.checkpoint_dir))
+    return distributed.on_chief(dist, RunRecord(out.checkpoint_dir).read)
 
 
 def on_gpu() -> bool:
@@ -241,20 +249,53 @@ def auto_batching(task, model, dist, xla, previous: dict | None):
     spec = task.spec
     set_recompute(model, spec.batching.recompute)  # the trial steps run as training will
     return choose_auto_batch(
-        spec, model, dist, loss=task.name, loss_fn=task.loss_fn, head=task.head,
-        num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
+        spec, model, dist, synthetic_batch=task.synthetic_batch, loss_fn=task.loss_fn,
+        head=task.head, num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
         recorded=(previous or {}).get("batch_plan"))
 
 
-def train(task, model, dist, metrics, xla, auto_line: str | None):
-    """Train `model` (resuming the run in --checkpoint_dir when this command describes it).
-    Returns (status "done" | "stopped" | "finished", step, the tracked evaluations)."""
-    # TensorFlow: see the note at the top.
-    import tensorflow as tf
+class Training(NamedTuple):
+    """What the training phase runs with (start's): the trainer and its checkpoint store, the
+    batch plan, the number of updates and of training examples (None: a stream), the run's
+    identity as run.json's spec and final/'s task card hold it, and how the run started
+    (start_state's "resumed", "initialised" or "new")."""
+    trainer: object
+    checkpoints: object
+    plan: object
+    total_steps: int
+    examples: int | None
+    record: dict
+    how: str
 
+
+def train(task, model, dist, metrics, xla, auto_line: str | None) -> Outcome:
+    """Start or resume the run in --checkpoint_dir, then train `model` to its last update,
+    evaluating on the way; final/ holds the trained model."""
+    run = start(task, model, dist, xla)
+    if dist.is_chief:
+        log_start(task, model, run, xla, auto_line)
+    evaluations = task.evaluations(model, run.trainer, dist)
+    step = int(run.trainer.step)
+    if run.how == "resumed" and step >= run.total_steps:
+        if dist.is_chief:
+            already_finished(task, model, run)
+        return Outcome("finished", step, evaluations)
+    status = updates(task, model, run, evaluations, dist, metrics, xla)
+    step = int(run.trainer.step)
+    if status == "done":
+        if dist.is_chief:
+            save_final(task, model, run.record)
+        mark_finished(task.spec.outputs.checkpoint_dir, step, dist)
+    return Outcome(status, step, evaluations)
+
+
+def start(task, model, dist, xla) -> Training:
+    """The batch plan, the number of updates, the trainer and its checkpoint store; then where
+    the run starts (start_state: its own checkpoint, --checkpoint_path's weights, or the model
+    as built), recorded in run.json."""
+    # TensorFlow: see the note at the top.
     from albert.model.recompute import set_recompute
     from albert.train.checkpoint_store import CheckpointStore
-    from albert.train.loop import fit
     from albert.train.optimization import make_optimizer
     from albert.train.trainer import Trainer
 
@@ -262,15 +303,7 @@ def train(task, model, dist, metrics, xla, auto_line: str | None):
     out, o = spec.outputs, spec.optimization
     set_recompute(model, spec.batching.recompute)
     plan = spec.batching.plan(dist.size)
-    examples = task.training_examples()
-    if examples is not None and examples < dist.size * plan.micro_batch:
-        raise FlagError(f"{spec.data.train} gives {examples} {task.unit}: too few for "
-                        f"{dist.size} rank(s) x --per_gpu_batch_size {plan.micro_batch}")
-    total_steps = spec.total_steps or max(1, math.ceil(spec.num_train_epochs * examples
-                                                       / plan.global_batch))
-    seq = spec.options.max_seq_length
-    memory = memory_plan_of(spec, model.config, plan, head=task.head, num_labels=task.num_labels,
-                            device="gpu" if on_gpu() else "cpu")
+    examples, total_steps = training_length(task, plan, dist)
     optimizer = make_optimizer(o.optimizer, model.trainable_variables, o.weight_decay,
                                bias_correction=o.bias_correction)
     trainer = Trainer(model, task.loss_fn, optimizer, o.schedule(total_steps), dist,
@@ -292,65 +325,76 @@ def train(task, model, dist, metrics, xla, auto_line: str | None):
                               "batch_plan": plan.as_dict(), "total_steps": total_steps,
                               "spec": record, **environment(), "task": task.name,
                               "labels": record["labels"], "finished": False})
-    step = int(trainer.step)
-    if dist.is_chief:
-        params = sum(int(tf.size(v)) for v in model.weights)
-        logger.info("ALBERT %s: %.2fM parameters, precision %s, %s",
-                    spec.model.model_config or spec.model.model_size
-                    if not spec.model.pretrained else spec.model.checkpoint_path,
-                    params / 1e6, spec.execution.precision, xla.describe())
-        if auto_line:
-            logger.info("%s", auto_line)
-        if examples is not None:
-            logger.info("%s: %d %s, %d steps, warmup %d", task.name, examples, task.unit,
-                        total_steps, o.warmup(total_steps))
-        logger.info("%s", plan.describe(seq, total_steps))
-        logger.info("%s", memory.describe())
-    evaluations = [Tracked(e) for e in task.evaluations(model, trainer, dist)]
-    if how == "resumed" and step >= total_steps:
-        final_dir = os.path.join(out.checkpoint_dir, "final")
-        if dist.is_chief:
-            if not os.path.isdir(final_dir):
-                save_final(task, model, record)
-            print(f"this run already finished: {step} of --total_steps {total_steps} updates in "
-                  f"{out.checkpoint_dir}; nothing to train (Hugging Face export in {final_dir}). "
-                  "Raise --total_steps to train on, or use a new --output_dir / "
-                  "--checkpoint_dir or --overwrite_checkpoint_dir to train again.", flush=True)
-        return "finished", step, evaluations
-
-    batches = checkpoints.positions.open(lambda skip: task.training_data(plan, skip, dist), plan,
-                                         int(trainer.iterations) if how == "resumed" else 0, step)
-    periodic = []
-    for evaluation in evaluations:
-        if evaluation.frequency:
-            periodic.append((evaluation.prefix, evaluation.frequency,
-                             _periodic(evaluation, trainer, total_steps, xla, spec, model,
-                                       dist)))
-    status = fit(trainer, batches, total_steps=total_steps, checkpoints=checkpoints,
-                 evaluations=periodic, evaluate_at_end=False, metrics=metrics,
-                 metrics_fn=task.metrics_fn, sequences_per_update=plan.global_batch,
-                 log_frequency=out.log_frequency, checkpoint_frequency=out.checkpoint_frequency,
-                 progress=out.progress,
-                 explain_data_error=lambda e: task.explain_data_error(e) or e)
-    step = int(trainer.step)
-    if status == "done":
-        if dist.is_chief:
-            save_final(task, model, record)
-        mark_finished(out.checkpoint_dir, step, dist)
-    return status, step, evaluations
+    return Training(trainer, checkpoints, plan, total_steps, examples, record, how)
 
 
-def _periodic(evaluation, trainer, total_steps, xla, spec, model, dist):
-    def run():
-        step = int(trainer.step)
-        if step >= total_steps:
-            return None  # the end of the run scores the final model, once
-        scores = evaluation(xla.gradient, step)
-        evaluation.logged_at = step
-        if evaluation.prefix == "eval":
+def training_length(task, plan, dist) -> tuple:
+    """(training examples, or None for a stream; updates): --total_steps, or --num_train_epochs
+    over the examples."""
+    spec = task.spec
+    examples = task.training_examples()
+    if examples is not None and examples < dist.size * plan.micro_batch:
+        raise FlagError(f"{spec.data.train} gives {examples} {task.unit}: too few for "
+                        f"{dist.size} rank(s) x --per_gpu_batch_size {plan.micro_batch}")
+    return examples, spec.total_steps or max(1, math.ceil(spec.num_train_epochs * examples
+                                                          / plan.global_batch))
+
+
+def log_start(task, model, run: Training, xla, auto_line: str | None) -> None:
+    """What the run trains, with which plans and how much memory it needs (rank 0)."""
+    import tensorflow as tf  # TensorFlow: see the note at the top
+
+    spec, plan = task.spec, run.plan
+    params = sum(int(tf.size(v)) for v in model.weights)
+    logger.info("ALBERT %s: %.2fM parameters, precision %s, %s",
+                spec.model.model_config or spec.model.model_size
+                if not spec.model.pretrained else spec.model.checkpoint_path,
+                params / 1e6, spec.execution.precision, xla.describe())
+    if auto_line:
+        logger.info("%s", auto_line)
+    if run.examples is not None:
+        logger.info("%s: %d %s, %d steps, warmup %d", task.name, run.examples, task.unit,
+                    run.total_steps, spec.optimization.warmup(run.total_steps))
+    logger.info("%s", plan.describe(spec.options.max_seq_length, run.total_steps))
+    memory = memory_plan_of(spec, model.config, plan, head=task.head, num_labels=task.num_labels,
+                            device="gpu" if on_gpu() else "cpu")
+    logger.info("%s", memory.describe())
+
+
+def already_finished(task, model, run: Training) -> None:
+    """The same command after its run ended: final/ made if it is missing, and a line that says
+    there is nothing to train and how to train more (rank 0)."""
+    out = task.spec.outputs
+    final_dir = os.path.join(out.checkpoint_dir, "final")
+    if not os.path.isdir(final_dir):
+        save_final(task, model, run.record)
+    print(f"this run already finished: {int(run.trainer.step)} of --total_steps "
+          f"{run.total_steps} updates in {out.checkpoint_dir}; nothing to train (Hugging Face "
+          f"export in {final_dir}). Raise --total_steps to train on, or use a new --output_dir / "
+          "--checkpoint_dir or --overwrite_checkpoint_dir to train again.", flush=True)
+
+
+def updates(task, model, run: Training, evaluations, dist, metrics, xla) -> str:
+    """The training loop over the task's data from where the run stands, evaluating when due and
+    keeping the best model (--keep_best); "done" or "stopped"."""
+    from albert.train.loop import fit  # TensorFlow: see the note at the top
+
+    spec, trainer = task.spec, run.trainer
+    out = spec.outputs
+    batches = run.checkpoints.positions.open(
+        lambda skip: task.training_data(run.plan, skip, dist), run.plan,
+        int(trainer.iterations) if run.how == "resumed" else 0, int(trainer.step))
+
+    def kept(evaluation, scores, step):
+        if evaluation.keeps_best:
             keep_best(spec, model, scores, step, dist)
-        return scores
-    return run
+
+    return fit(trainer, batches, total_steps=run.total_steps, checkpoints=run.checkpoints,
+               evaluations=evaluations, xla=xla.gradient, on_scores=kept, metrics=metrics,
+               metrics_fn=task.metrics_fn, sequences_per_update=run.plan.global_batch,
+               log_frequency=out.log_frequency, checkpoint_frequency=out.checkpoint_frequency,
+               progress=out.progress,
+               explain_data_error=lambda e: task.explain_data_error(e) or e)
 
 
 def save_final(task, model, record: dict) -> str:
@@ -402,8 +446,8 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     if not math.isfinite(value):
         return False  # a NaN correlation (one class predicted) is no model to keep
     directory = spec.outputs.checkpoint_dir
-    record = read_run_record(directory) or {}
-    best = record.get("best")
+    record = RunRecord(directory)
+    best = record.best()
     scored_on = evaluation_file(spec)
     if best and best.get("metric") == metric and math.isfinite(best["value"]):
         if {k: best.get(k) for k in scored_on} != scored_on:
@@ -420,8 +464,7 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
     card = read_task_card(directory)
     save_pretrained(model, target, spm_model=spec.vocabulary,
                           extra_json={TASK_FILE: card} if card else None)
-    record["best"] = {"metric": metric, "value": value, "step": step, **scored_on}
-    write_run_record(directory, record)
+    record.update(best={"metric": metric, "value": value, "step": step, **scored_on})
     logger.info("best %s so far: %.4f at step %d, kept in %s", metric, value, step, target)
     return True
 
@@ -443,7 +486,7 @@ def kept_best(spec: RunSpec, exported: str | None, dist) -> dict | None:
     if not out.keep_best or not dist.is_chief:
         return None
     path = os.path.join(out.checkpoint_dir, "best")
-    best = (read_run_record(out.checkpoint_dir) or {}).get("best")
+    best = RunRecord(out.checkpoint_dir).best()
     if best and os.path.isdir(path):
         kept = {"model": "best", "path": path, **best}
     else:

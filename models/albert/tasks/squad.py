@@ -15,7 +15,14 @@ from albert.data import squad
 from albert.eval.squad_scoring import detect_version, evaluate
 from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
-from albert.tasks import Evaluation, Task, cached_features, inference_fn
+from albert.tasks import (
+    LOOP_LOGGED,
+    Evaluation,
+    Task,
+    cached_features,
+    inference_fn,
+    synthetic_inputs,
+)
 from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.squad")
@@ -28,6 +35,8 @@ VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the file
 WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 REPORTED = ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_exact",
             "NoAns_f1", "best_exact", "best_f1")
+# What losses.squad_metrics makes of the training sums.
+TRAINING_METRICS = ("loss", "start_acc", "end_acc")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -54,8 +63,9 @@ class SquadTask(Task):
     name = "squad"
     head = "squad"
     unit = "features"
-    export_task = "qa"
+    exports = True
     reported = REPORTED
+    logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
 
     def __init__(self, spec):
         super().__init__(spec)
@@ -138,6 +148,13 @@ class SquadTask(Task):
                                       spec.options.max_seq_length, spec.execution.seed,
                                       dist.rank, dist.size, skip_records, spec.options.padding)
 
+    def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
+        import tensorflow as tf  # TensorFlow: see the note at the top
+
+        position = tf.ones([micro_batch], tf.int32)
+        return {**synthetic_inputs(micro_batch, seq_length, vocab_size),
+                "start_positions": position, "end_positions": position}
+
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
         if self.scored is None:
             return []
@@ -148,7 +165,8 @@ class SquadTask(Task):
                 return {}
             return score(self.spec, *self.scored, results, self.version_of(self.scored[1]))
 
-        return [Evaluation("eval", self.spec.outputs.eval_frequency, predict_and_score)]
+        return [Evaluation("eval", self.spec.outputs.eval_frequency, predict_and_score,
+                           keeps_best=True)]
 
     def headline(self, prefix, scores) -> str:
         exact = scores.get("exact", scores.get("exact_match"))

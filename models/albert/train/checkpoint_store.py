@@ -21,6 +21,7 @@ import time
 import tensorflow as tf
 
 from albert.errors import CheckpointError
+from albert.io.run_record import RunRecord
 from albert.model.config import AlbertConfig
 from albert.train.distributed import on_chief
 from albert.train.input_positions import (
@@ -28,12 +29,7 @@ from albert.train.input_positions import (
     InputPositions,
     remove_interrupted_position_saves,
 )
-from albert.train.run_dir import (
-    RUN_RECORD,
-    lock_run_directory,
-    read_run_record,
-    remove_interrupted_saves,
-)
+from albert.train.run_dir import lock_run_directory, remove_interrupted_saves
 
 logger = logging.getLogger("albert.train.checkpoint_store")
 
@@ -106,7 +102,8 @@ class CheckpointStore:
         for path in checkpoint_files(self.directory):
             for f in glob.glob(path + ".*"):
                 os.remove(f)
-        for name in ("checkpoint", "config.json", RUN_RECORD):
+        RunRecord(self.directory).remove()
+        for name in ("checkpoint", "config.json"):
             path = os.path.join(self.directory, name)
             if os.path.exists(path):
                 os.remove(path)
@@ -253,7 +250,7 @@ def legacy_updates(path: str, names: set, _seen: frozenset = frozenset()) -> int
     of those. CheckpointError when that checkpoint is gone: a guess would size every corrected
     update of the run wrongly."""
     updates = int(tf.train.load_variable(path, _STEP)) if _STEP in names else 0
-    record = read_run_record(os.path.dirname(path)) or {}
+    record = RunRecord(os.path.dirname(path)).read() or {}
     start = record.get("started_from") or (record.get("spec") or {}).get("started_from") or {}
     source = start.get("checkpoint_path")
     if not start.get("load_optimizer_state") or not source:

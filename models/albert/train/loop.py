@@ -37,13 +37,14 @@ class StopSignal:
 
 def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
         sequences_per_update: int, log_frequency: int = 10, checkpoint_frequency: int = 1000,
-        evaluations=(), evaluate_at_end: bool = True, progress: bool = True,
+        evaluations=(), xla: bool = False, on_scores=None, progress: bool = True,
         explain_data_error=None) -> str:
     """Run updates until `trainer.step` reaches total_steps. Returns "done" or "stopped".
 
-    batches: an iterator of dicts of [accum, batch, ...] tensors. evaluations: (prefix,
-    frequency, fn) triples; fn() returns metrics logged under the prefix every `frequency` steps
-    and, with evaluate_at_end, at the end (e.g. ("val", 1000, validate)). Checkpoints every
+    batches: an iterator of dicts of [accum, batch, ...] tensors. evaluations: the run's
+    albert.train.evaluation.Evaluation list, each run (with `xla`: the gradient's plan) when due,
+    before the last update (the caller scores the final model), its scores logged under its
+    prefix and handed to on_scores(evaluation, scores, step). Checkpoints every
     checkpoint_frequency steps (0: only at the end), at the end, and on SIGTERM. A corrupt input
     record (DataLossError) saves the progress made so far, then raises explain_data_error(error).
     """
@@ -54,7 +55,6 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
     bar = tqdm(total=total_steps, initial=step, unit="step", mininterval=2.0, file=sys.stderr,
                disable=not (progress and dist.is_chief))
     last_saved = step
-    last_evaluated = {prefix: step for prefix, _, _ in evaluations}
     # seq/s counts time spent fetching data and updating, not validating or checkpointing, nor
     # the first update of the process, which traces and compiles the step (seconds to minutes).
     window_time, window_updates = 0.0, 0
@@ -101,12 +101,13 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                 bar.clear()
                 metrics.log("train", step, values)
                 window_time, window_updates = 0.0, 0
-            for prefix, frequency, evaluate in evaluations:
-                if advanced and frequency and step % frequency == 0:
-                    values = evaluate()
-                    if values:  # None or {}: nothing to log (not this rank, or not now)
-                        metrics.log(prefix, step, values)
-                    last_evaluated[prefix] = step
+            for evaluation in evaluations:
+                if advanced and evaluation.due(step, total_steps):
+                    scores = evaluation(xla, step)
+                    if scores:  # None or {}: nothing to log (not this rank)
+                        metrics.log(evaluation.prefix, step, scores)
+                    if on_scores is not None:
+                        on_scores(evaluation, scores, step)
             if advanced and checkpoint_frequency and step % checkpoint_frequency == 0:
                 checkpoints.save(step)
                 last_saved = step
@@ -119,9 +120,6 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                 bar.close()
                 return "stopped"
     bar.close()
-    for prefix, _, evaluate in evaluations:
-        if evaluate_at_end and last_evaluated[prefix] != step:
-            metrics.log(prefix, step, evaluate())
     if last_saved != step:
         checkpoints.save(step)
     return "done"

@@ -163,13 +163,16 @@ def resolve_auto_batch(spec: RunSpec, ranks: int, config: AlbertConfig, *, head:
     return batching.chosen(plan.micro_batch, plan.accumulation), line
 
 
-def choose_auto_batch(spec: RunSpec, model, dist, *, loss: str, loss_fn, head: str,
+def choose_auto_batch(spec: RunSpec, model, dist, *, synthetic_batch, loss_fn, head: str,
                       num_labels: int = 2, xla_gradient: bool, on_gpu: bool,
                       recorded: dict | None = None) -> tuple[Batching, str | None]:
     """--per_gpu_batch_size auto in a run: rank 0 decides (resolve_auto_batch; on a GPU without
     --memory_budget_gb by trial steps of `loss_fn` on `model`, compiled with XLA when the gradient
     is), every rank uses its choice, and a choice that cannot be made stops every rank with rank
     0's reason. Returns the decided Batching and rank 0's log line (None elsewhere).
+
+    `synthetic_batch(micro_batch, seq_length, vocab_size)`: a batch with every feature `loss_fn`
+    reads, for the trial steps (the task's: albert.tasks.Task.synthetic_batch).
 
     `recorded`: the batch plan of the run this command resumes (run.json, read on rank 0). When
     it makes the same global batch over the same ranks it is kept, so a resumed run does not
@@ -204,9 +207,8 @@ def choose_auto_batch(spec: RunSpec, model, dist, *, loss: str, loss_fn, head: s
                                    num_labels=num_labels)
             reserve = later.optimizer + later.allreduce + later.gradients // 2
             seq, vocab = spec.options.max_seq_length, model.config.vocab_size
-            preds = max_predictions(spec)
             trial = micro_batch_trial(
-                model, loss_fn, lambda n: synthetic_batch(loss, n, seq, vocab, preds),
+                model, loss_fn, lambda n: synthetic_batch(n, seq, vocab),
                 jit=xla_gradient, reserve_bytes=reserve)
         try:
             decided, line = resolve_auto_batch(spec, dist.size, model.config, head=head,
@@ -252,35 +254,6 @@ def plan_only_lines(spec: RunSpec, ranks: int, *, head: str, num_labels: int = 2
 
 # -- trial steps for --per_gpu_batch_size auto on a GPU ------------------------------------------
 
-def synthetic_batch(loss: str, micro_batch: int, seq_length: int, vocab_size: int,
-                    max_predictions: int = 20) -> dict:
-    """`micro_batch` full-length sequences [micro_batch, seq_length] with the features a runner's
-    loss reads: loss is "pretraining", "squad", "classification" or "regression"."""
-    # TensorFlow only for the trial steps: --plan_only reads this module without it.
-    import tensorflow as tf
-
-    b, s = micro_batch, seq_length
-    ids = tf.random.stateless_uniform([b, s], [0, 1], minval=5, maxval=max(vocab_size, 6),
-                                      dtype=tf.int32)
-    batch = {"input_ids": ids, "attention_mask": tf.ones([b, s], tf.int32),
-             "token_type_ids": tf.zeros([b, s], tf.int32)}
-    if loss == "pretraining":
-        p = min(max_predictions, s - 1)
-        batch |= {"masked_lm_positions": tf.tile(tf.range(1, p + 1)[None], [b, 1]),
-                  "masked_lm_ids": ids[:, :p], "masked_lm_weights": tf.ones([b, p]),
-                  "sop_labels": tf.zeros([b], tf.int32)}
-    elif loss == "squad":
-        batch |= {"start_positions": tf.ones([b], tf.int32),
-                  "end_positions": tf.ones([b], tf.int32)}
-    elif loss == "classification":
-        batch["labels"] = tf.zeros([b], tf.int32)
-    elif loss == "regression":
-        batch["labels"] = tf.zeros([b], tf.float32)
-    else:
-        raise ValueError(f"unknown loss {loss!r}")
-    return batch
-
-
 def _out_of_memory(error: Exception) -> bool:
     # TensorFlow only for the trial steps: --plan_only reads this module without it.
     import tensorflow as tf
@@ -297,7 +270,8 @@ def micro_batch_trial(model, loss_fn, make_batch, jit: bool, reserve_bytes: int 
     ceil(m x (1 + SAFETY_MARGIN)) sequences (make_batch(n) -> a batch of n), compiled as the
     trainer compiles its gradient, while `reserve_bytes` more are held on the device (what the run
     holds beside it and has not created yet: optimizer slots, the accumulated gradients, the
-    allreduce buffers). False when the device runs out of memory."""
+    allreduce buffers). False when the device runs out of memory. make_batch is the task's
+    (albert.tasks.Task.synthetic_batch): this module knows no task's features."""
     # TensorFlow only for the trial steps: --plan_only reads this module without it.
     import tensorflow as tf
 

@@ -3,8 +3,8 @@
 Besides the checkpoint store's files (albert.train.checkpoint_store) and the input positions
 (albert.train.input_positions), the directory holds:
   .lock      held by the run working in it, so a second run on it is refused
-  run.json   the run record: what the run was started from, its XLA and batch plans, its spec,
-             its step and whether it finished
+  run.json   the run record (albert.io.run_record): what the run was started from, its XLA and
+             batch plans, its spec, its step and whether it finished
 start_state is the start/resume policy: it reads the record and the store, and resumes, initialises
 from elsewhere, starts anew, or refuses a command that describes another run.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import glob
-import json
 import logging
 import os
 import shutil
@@ -21,102 +20,20 @@ import socket
 import time
 
 from albert.errors import CheckpointError
+from albert.io.run_record import RUN_RECORD, RunRecord
 from albert.train.distributed import on_chief
 from albert.train.run_spec import check_resume
 
 logger = logging.getLogger("albert.train.run_dir")
 
-RUN_RECORD = "run.json"
 LOCK_FILE = ".lock"
 _held_locks: dict[str, int] = {}  # realpath -> fd: this process's run-directory locks
 
 
-def read_run_record(directory: str) -> dict | None:
-    """The record of the run in `directory`; None when there is none yet. A garbled one is an
-    error, not "no run": starting over would silently forget what the directory holds."""
-    path = os.path.join(directory, RUN_RECORD)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{path} is unreadable ({e}); use a new --checkpoint_dir or "
-                              "--overwrite_checkpoint_dir") from None
-    wrong = shape_error(record)
-    if wrong:
-        # Read before any training: a wrong shape met later (the best score after the last
-        # update) would be a traceback with the export and the summary lost.
-        raise CheckpointError(f"{path} is not a run record: {wrong}; use a new --checkpoint_dir "
-                              "or --overwrite_checkpoint_dir")
-    return record
-
-
-def _kind(value) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), "a number")
-
-
-def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-# The record's entries that a resume reads, and their JSON types (bool before int: a bool is an
-# int to Python, not to a record).
-_OBJECT_ENTRIES = ("spec", "started_from", "xla", "batch_plan", "best", "versions")
-_OTHER_ENTRIES = {"bias_correction": (bool,), "finished": (bool,), "step": (int,),
-                  "total_steps": (int,), "labels": (list, type(None)), "task": (str,)}
-
-
-def shape_error(record) -> str | None:
-    """What makes valid JSON no run record this version can read, in words (None: nothing)."""
-    if not isinstance(record, dict):
-        return f"it holds {_kind(record)}, expected an object"
-    for name in _OBJECT_ENTRIES:
-        if name in record and not isinstance(record[name], dict):
-            return f"its {name!r} is {_kind(record[name])}, expected an object"
-    for name, types in _OTHER_ENTRIES.items():
-        value = record.get(name)
-        if name in record and (not isinstance(value, types)
-                               or (bool not in types and isinstance(value, bool))):
-            return f"its {name!r} is {_kind(value)}, expected {_kind(types[0]())}"
-    spec = record.get("spec") or {}
-    for name in ("started_from", "features", "model_config"):
-        if name in spec and not isinstance(spec[name], dict | type(None)):
-            return f"its spec.{name} is {_kind(spec[name])}, expected an object"
-    if "bias_correction" in spec and not isinstance(spec["bias_correction"], bool):
-        return f"its spec.bias_correction is {_kind(spec['bias_correction'])}, expected a boolean"
-    xla = record.get("xla")
-    if xla is not None and not (all(isinstance(xla.get(k), bool) for k in ("gradient", "update"))
-                                and isinstance(xla.get("reason"), str)):
-        return (f"its xla is {json.dumps(xla)[:120]}, expected true/false 'gradient' and "
-                "'update' and a 'reason'")
-    best = record.get("best")
-    if best is not None:
-        if not isinstance(best.get("metric"), str) or not _number(best.get("value")) \
-                or not isinstance(best.get("step"), int):
-            return (f"its best is {json.dumps(best)[:120]}, expected a metric's name, a "
-                    "numeric value and a step")
-    return None
-
-
-def write_run_record(directory: str, record: dict) -> None:
-    """Replace the record in one rename, so a crash leaves the old record or the new, never half
-    of one."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, RUN_RECORD)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2)
-    os.replace(path + ".tmp", path)
-
-
 def mark_finished(directory: str, step: int, dist) -> None:
     """Record that the run reached its last step, so the same command again reports it done."""
-    if not dist.is_chief:
-        return
-    record = read_run_record(directory) or {}
-    record.update(finished=True, step=step)
-    write_run_record(directory, record)
+    if dist.is_chief:
+        RunRecord(directory).update(finished=True, step=step)
 
 
 def lock_run_directory(directory: str) -> None:
@@ -221,7 +138,7 @@ def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
         how = "new"
         directory = store.directory
         try:
-            previous = read_run_record(directory)
+            previous = RunRecord(directory).read()
         except CheckpointError:
             if not overwrite:
                 raise
@@ -274,7 +191,7 @@ def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
             merged["finished"] = True  # the same command again: still finished
         if previous and "xla" in previous:
             merged["xla"] = previous["xla"]  # the plan the run started with stays its plan
-        write_run_record(directory, merged)
+        RunRecord(directory).write(merged)
         return how, (record.get("spec") or {}).get("bias_correction")
 
     # Decided on rank 0; a refusal there stops every rank with its message.

@@ -1,9 +1,9 @@
 """Which of the two step functions XLA compiles (--xla auto|on|off), and why.
 
 The plan is decided once per run: rank 0 decides, every rank uses its choice, and the run record
-(run.json's "xla", written by albert.train.run_dir.write_run_record) keeps it, so a resumed run
-compiles as the run it continues did instead of re-running a timing probe that can fall the other
-way on a busy host.
+(run.json's "xla", written as the run starts: albert.train.run_dir.start_state) keeps it, so a
+resumed run compiles as the run it continues did instead of re-running a timing probe that can
+fall the other way on a busy host.
 """
 
 from __future__ import annotations

@@ -1,0 +1,115 @@
+"""What each task says once (albert.tasks.Task): its synthetic batch holds exactly the features its
+loss reads, the training metrics it logs are the ones its metrics make, its memory-plan head counts
+the parameters of the model it builds, and its export kind serves that model."""
+
+import math
+
+import pytest
+import tensorflow as tf
+
+from albert.io.savedmodel import model_class as export_class
+from albert.model.config import PRESETS, AlbertConfig
+from albert.tasks import LOOP_LOGGED
+from albert.tasks.classification import ClassifierOptions, ClassifierTask
+from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
+from albert.tasks.squad import REPORTED as SQUAD_REPORTED
+from albert.tasks.squad import SquadOptions, SquadTask
+from albert.train.distributed import Distributed
+from albert.train.memory import choose_auto_batch
+from albert.train.memory_plan import parameter_count
+from albert.train.run_spec import Batching, RunSpec
+
+SEQ, VOCAB = 16, 100
+
+
+def make(kind):
+    if kind == "pretraining":
+        return PretrainingTask(RunSpec(task="pretraining", options=PretrainingOptions(
+            max_seq_length=SEQ, max_predictions_per_seq=5)))
+    if kind == "squad":
+        return SquadTask(RunSpec(task="squad", options=SquadOptions(max_seq_length=SEQ)))
+    labels = ("a", "b", "c") if kind == "classification" else None
+    task = ClassifierTask(RunSpec(task=kind, options=ClassifierOptions(
+        max_seq_length=SEQ, kind=kind, labels=labels)))
+    task.num_labels = 3 if labels else 1  # as setup() settles them from the data
+    task.loss_fn, task.metric_names, task.metrics_fn = task.loss
+    return task
+
+
+def model_of(task):
+    config = AlbertConfig(vocab_size=VOCAB, **PRESETS["tiny"])
+    return task.model_class()(config, **task.model_options()).build_for_config()
+
+
+KINDS = ("pretraining", "squad", "classification", "regression")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_synthetic_batch_holds_exactly_what_the_loss_reads(kind):
+    task = make(kind)
+    model = model_of(task)
+    batch = task.synthetic_batch(3, SEQ, VOCAB)
+    assert batch["input_ids"].shape == (3, SEQ)
+    assert int(tf.reduce_min(batch["input_ids"])) >= 5  # no special piece
+    loss, sums = task.loss_fn(model, batch, training=True)
+    assert math.isfinite(float(loss))
+    # Every feature is read: the loss fails without any one of them.
+    for key in batch:
+        with pytest.raises(KeyError):
+            task.loss_fn(model, {k: v for k, v in batch.items() if k != key}, training=False)
+    # The training line's metrics are the ones the task declares it logs (regression: its loss).
+    metrics = task.metrics_fn({k: float(v) for k, v in sums.items()})
+    declared = [m for m in task.logged["train"] if m not in LOOP_LOGGED]
+    if kind == "regression":
+        assert set(metrics) < set(declared)
+    else:
+        assert list(metrics) == declared
+    if kind == "pretraining":
+        assert list(metrics) == list(task.logged["val"])  # validation: the same metrics
+        assert task.synthetic_batch(2, SEQ, VOCAB)["masked_lm_positions"].shape == (2, 5)
+        assert task.synthetic_batch(2, 4, VOCAB)["masked_lm_positions"].shape == (2, 3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_memory_plan_head_counts_the_model_the_task_builds(kind):
+    task = make(kind)
+    model = model_of(task)
+    built = sum(int(tf.size(v)) for v in model.trainable_variables)
+    assert parameter_count(model.config, task.head, task.num_labels) == built
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_export_kind_serves_the_model_the_task_trains(kind):
+    task = make(kind)
+    if kind == "pretraining":
+        assert task.export_task is None  # a pretraining run writes no SavedModel
+        return
+    assert export_class(task.export_task) is task.model_class()
+    assert task.export_task == ("qa" if kind == "squad" else "classification")
+
+
+def test_the_in_run_squad_evaluation_logs_squads_scores():
+    assert PretrainingTask.logged["squad"] == SQUAD_REPORTED == SquadTask.logged["eval"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_auto_batch_trial_steps_run_on_the_tasks_synthetic_batch(kind):
+    """--per_gpu_batch_size auto's trial path (real steps of the loss on the task's batches; on
+    this CPU none runs out of memory, so the largest divisor is chosen)."""
+    task = make(kind)
+    model = model_of(task)
+    seen = []
+
+    def synthetic_batch(micro_batch, seq_length, vocab_size):
+        seen.append((micro_batch, seq_length, vocab_size))
+        return task.synthetic_batch(micro_batch, seq_length, vocab_size)
+
+    spec = RunSpec(task=task.spec.task, options=task.spec.options,
+                   batching=Batching(per_gpu_batch_size="auto", global_batch_size=4))
+    batching, line = choose_auto_batch(
+        spec, model, Distributed(), synthetic_batch=synthetic_batch, loss_fn=task.loss_fn,
+        head=task.head, num_labels=task.num_labels, xla_gradient=False, on_gpu=True)
+    assert (batching.per_gpu_batch_size, batching.gradient_accumulation_steps) == (4, 1)
+    # Full-length batches of the model's vocabulary; the last, 4 sequences and a 10% margin.
+    assert {(s, v) for _, s, v in seen} == {(SEQ, VOCAB)} and seen[-1][0] == 5
+    assert "ran on this GPU" in line
