@@ -183,6 +183,11 @@ def test_resume_after_kill9_and_sigterm_continues_the_same_trajectory(sample_rec
         ({"--model_size": "gigantic"}, "--model_size 'gigantic' is unknown"),
         ({"--max_seq_length": "128"}, "--max_seq_length asks for 128"),
         ({"--load_from": "checkpoint"}, "no checkpoint in --checkpoint_dir"),
+        # Refused before any pretraining, by the flag's own name (run_squad resolves it).
+        ({"--squad_frequency": "2", "--squad_train_file": "no-such-train.json",
+          "--squad_predict_file": "no-such-dev.json"},
+         "error: --squad_frequency's SQuAD run: --squad_train_file no-such-train.json does not "
+         "exist"),
     ],
 )
 def test_clear_errors(overrides, message, sample_records, sample_vocab, tmp_path):

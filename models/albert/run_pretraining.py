@@ -13,10 +13,14 @@ position); a different start is refused. At the end the model is exported in Hug
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 
+from albert import run_squad
 from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_main
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
+from albert.errors import FlagError
 from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
 from albert.tasks.runner import run_or_plan
 from albert.train.run_spec import Data
@@ -72,13 +76,45 @@ def parse_args(argv=None, parser=None):
 def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec)."""
     check_training_flags(args)
-    options = PretrainingOptions(**{name: getattr(args, name) for name in (
-        "max_seq_length", "max_predictions_per_seq", "shuffle_buffer", "filesystem_prefix",
-        "skip_corrupt_records", "validation_frequency", "squad_frequency", "squad_train_file",
-        "squad_predict_file", "squad_steps", "squad_max_seq_length", "squad_batch_size",
-        "squad_learning_rate")})
+    options = PretrainingOptions(
+        **{name: getattr(args, name) for name in (
+            "max_seq_length", "max_predictions_per_seq", "shuffle_buffer", "filesystem_prefix",
+            "skip_corrupt_records", "validation_frequency", "squad_frequency")},
+        squad_run=squad_run(args) if args.squad_frequency and not args.plan_only else None)
     return resolve_spec(args, "pretraining", options=options,
                         data=Data(train=args.train_dir, val=args.val_dir))
+
+
+# Where the SQuAD run's model and outputs go: a new temporary directory at each evaluation
+# (albert.tasks.pretraining.squad_during_pretraining), put in place of these.
+LATER = "<each evaluation's own>"
+# run_squad's flag for each --squad_* flag.
+SQUAD_FLAGS = {"--squad_train_file": "--train_file", "--squad_predict_file": "--predict_file",
+               "--squad_steps": "--total_steps", "--squad_batch_size": "--per_gpu_batch_size",
+               "--squad_learning_rate": "--learning_rate",
+               "--squad_max_seq_length": "--max_seq_length"}
+
+
+def squad_run(args):
+    """The spec of --squad_frequency's SQuAD fine-tuning run, as run_squad resolves the
+    --squad_* flags (its defaults for the rest), on this run's vocabulary, precision, XLA plan
+    and recompute mode. A value run_squad refuses is refused now, by its --squad_* name."""
+    flags = [word for ours, theirs in SQUAD_FLAGS.items()
+             for word in (theirs, str(getattr(args, ours[2:])))]
+    flags += [
+        "--load_from", "huggingface", "--checkpoint_path", LATER, "--spm_model", args.spm_model,
+        "--precision", args.precision, "--output_dir", LATER, "--checkpoint_dir", LATER,
+        "--log_dir", LATER, "--cache_dir", os.path.join(args.checkpoint_dir, "squad_cache"),
+        "--no_progress", "--log_frequency", str(max(args.squad_steps, 1)),
+        "--xla", "off" if args.eager or args.skip_xla else args.xla,
+        "--recompute", args.recompute]
+    try:
+        return run_squad.resolve(run_squad.parse_args(flags))
+    except FlagError as e:
+        message = str(e)
+        for ours, theirs in SQUAD_FLAGS.items():
+            message = re.sub(rf"{theirs}\b", ours, message)
+        raise FlagError(f"--squad_frequency's SQuAD run: {message}") from None
 
 
 def run(args) -> int:

@@ -275,3 +275,28 @@ def test_the_spec_is_replaced_in_one_place_and_the_flags_are_never_written():
     assert sorted(set(spec_writes)) == ["tasks/__init__.py:__init__:self.spec",
                                         "tasks/runner.py:build:task.spec"]
     assert [w for w in flag_writes if w.startswith("cli/resolve.py")] == []
+
+
+@pytest.mark.e2e
+def test_a_run_in_a_child_process_gets_its_spec_runs_alone_and_says_how_it_failed(
+        tmp_path, sample_vocab, monkeypatch):
+    """SQuAD during pretraining (albert.tasks.pretraining): the child run is handed its spec,
+    not flags, and is one process even when a launcher started its parent (Horovod's variables
+    are in its environment: a child that joined the job would wait for a second rank, or fail
+    on Horovod's rendezvous, before it read its data); how it failed comes back in a few
+    words."""
+    from albert.tasks.squad import SquadOptions, SquadTask
+    from albert.train.run_spec import Data, Outputs, RunSpec
+
+    monkeypatch.setenv("HOROVOD_RANK", "0")
+    monkeypatch.setenv("HOROVOD_SIZE", "2")
+    missing = tmp_path / "no-such-train.json"
+    spec = RunSpec(task="squad", options=SquadOptions(max_seq_length=64), vocabulary=sample_vocab,
+                   data=Data(train=str(missing)), total_steps=1,
+                   outputs=Outputs(output_dir=str(tmp_path / "out"),
+                                   checkpoint_dir=str(tmp_path / "ckpt"),
+                                   log_dir=str(tmp_path / "logs"),
+                                   cache_dir=str(tmp_path / "cache")))
+    failure = runner.run_in_child(SquadTask, spec)
+    assert failure is not None and failure.startswith("exit "), failure
+    assert str(missing) in failure and "horovod" not in failure.lower()

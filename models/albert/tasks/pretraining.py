@@ -5,20 +5,21 @@ against always guessing the most frequent masked token and a coin for the senten
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import logging
 import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 
 from albert.errors import DataError
 from albert.io.pretrained import save_pretrained
 from albert.tasks import LOOP_LOGGED, Evaluation, Task, synthetic_inputs
+from albert.tasks.runner import run_in_child
 from albert.tasks.squad import REPORTED as SQUAD_REPORTED
+from albert.tasks.squad import SquadTask
 from albert.train import run_spec
-from albert.train.run_spec import TaskOptions, identity_field
+from albert.train.run_spec import RunSpec, TaskOptions, identity_field
 
 logger = logging.getLogger("albert.pretraining")
 
@@ -41,14 +42,11 @@ class PretrainingOptions(TaskOptions):
     filesystem_prefix: str = "."
     skip_corrupt_records: bool = False
     validation_frequency: int = 0
-    # SQuAD during pretraining: a child run_squad every squad_frequency updates (0: off).
+    # SQuAD during pretraining: every squad_frequency updates (0: off), the SQuAD fine-tuning
+    # run `squad_run` (run_pretraining builds it from run_squad's own flags and defaults) from
+    # the weights of that moment.
     squad_frequency: int = 0
-    squad_train_file: str | None = None
-    squad_predict_file: str | None = None
-    squad_steps: int = 300
-    squad_max_seq_length: int = 384
-    squad_batch_size: int = 16
-    squad_learning_rate: float = 5e-5
+    squad_run: RunSpec | None = None
 
 
 class PretrainingTask(Task):
@@ -214,36 +212,22 @@ def unigram_mlm_accuracy(files, max_seq_length: int, max_predictions: int) -> fl
 
 
 def squad_during_pretraining(model, spec, dist) -> dict:
-    """Rank 0 exports the current weights and fine-tunes a copy on SQuAD in a child process
-    (one process, the same device), returning its dev scores; other ranks return at once and
-    wait for rank 0 at the next allreduce."""
+    """Rank 0 exports the current weights and runs the options' SQuAD fine-tuning spec from
+    them in a process of its own (one process, the same device), returning its dev scores;
+    other ranks return at once and wait for rank 0 at the next allreduce."""
     if not dist.is_chief:
         return {}
-    o = spec.options
+    child = spec.options.squad_run
     with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
         save_pretrained(model, os.path.join(tmp, "model"), spm_model=spec.vocabulary)
-        xla = "off" if spec.execution.eager else spec.execution.xla
-        cmd = [
-            sys.executable, "-m", "albert.run_squad", "--load_from", "huggingface",
-            "--checkpoint_path", os.path.join(tmp, "model"),
-            "--train_file", o.squad_train_file, "--predict_file", o.squad_predict_file,
-            "--total_steps", str(o.squad_steps), "--per_gpu_batch_size",
-            str(o.squad_batch_size), "--learning_rate", str(o.squad_learning_rate),
-            "--max_seq_length", str(o.squad_max_seq_length),
-            "--precision", spec.execution.precision,
-            "--output_dir", os.path.join(tmp, "out"), "--checkpoint_dir",
-            os.path.join(tmp, "ckpt"), "--log_dir", os.path.join(tmp, "logs"),
-            "--cache_dir", os.path.join(spec.outputs.checkpoint_dir, "squad_cache"),
-            "--no_progress", "--log_frequency", str(max(o.squad_steps, 1)),
-            "--xla", xla, "--recompute", spec.batching.recompute,
-        ]
-        # The child is a single process: hide the launcher's rank variables from it.
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("HOROVOD_", "OMPI_", "PMI_", "PMIX_"))}
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            logger.warning("SQuAD evaluation failed (exit %d): %s", proc.returncode,
-                           proc.stderr.strip().splitlines()[-1:] or "")
+        child = child.replace(
+            model=dataclasses.replace(child.model, checkpoint_path=os.path.join(tmp, "model")),
+            outputs=dataclasses.replace(child.outputs, output_dir=os.path.join(tmp, "out"),
+                                        checkpoint_dir=os.path.join(tmp, "ckpt"),
+                                        log_dir=os.path.join(tmp, "logs")))
+        failure = run_in_child(SquadTask, child)
+        if failure:
+            logger.warning("SQuAD evaluation failed (%s)", failure)
             return {}
         with open(os.path.join(tmp, "out", "eval_results.json")) as f:
             scores = json.load(f)

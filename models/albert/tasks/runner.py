@@ -13,11 +13,15 @@ import json
 import logging
 import math
 import os
+import pickle
+import subprocess
+import sys
+import tempfile
 import time
 from typing import NamedTuple
 
 from albert.data.tokenization import load_tokenizer
-from albert.errors import FlagError
+from albert.errors import AlbertError, FlagError
 from albert.io.pretrained import load_pretrained, save_pretrained
 from albert.io.run_record import RunRecord
 from albert.io.savedmodel import export_after_run
@@ -64,11 +68,12 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     return run(task_class, spec)
 
 
-def run(task_class, spec: RunSpec) -> int:
+def run(task_class, spec: RunSpec, one_process: bool = False) -> int:
     """Run the task of `spec` to the end; 0 when it finished or stopped cleanly. The task is
-    built from rank 0's spec, so every rank reads the same files and records the same run."""
+    built from rank 0's spec, so every rank reads the same files and records the same run.
+    `one_process`: this process alone, whatever launcher started it (run_in_child)."""
     started = process_started()
-    dist = distributed.init()
+    dist = distributed.Distributed() if one_process else distributed.init()
     spec = distributed.on_chief(dist, lambda: spec)
     created = claim_run_directory(spec, dist) if spec.trains else []
     try:
@@ -169,6 +174,37 @@ def evaluate(task, outcome: Outcome, xla, metrics) -> dict:
             final[evaluation.prefix] = scores
             metrics.log(evaluation.prefix, outcome.step, scores)
     return final
+
+
+def run_in_child(task_class, spec: RunSpec) -> str | None:
+    """Run task_class(spec) in a new process, alone (one process on the same device, whatever
+    launcher started this one): a run inside a run (SQuAD during pretraining) gets TensorFlow,
+    the precision policy and the ranks to itself. None when it ended well; else how it failed,
+    in a few words (its exit status and last line)."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".pickle", delete=False) as f:
+        pickle.dump((task_class, spec), f)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "albert.tasks.runner", f.name],
+                              capture_output=True, text=True)
+    finally:
+        os.remove(f.name)
+    if proc.returncode == 0:
+        return None
+    last = proc.stderr.strip().splitlines()[-1:] or ["(it printed nothing)"]
+    return f"exit {proc.returncode}: {last[0]}"
+
+
+def child_main(argv: list[str]) -> int:
+    """`python -m albert.tasks.runner FILE`: the run run_in_child pickled into FILE, in this one
+    process; an error a user can fix is one line and exit 2, as in every command."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    with open(argv[0], "rb") as f:
+        task_class, spec = pickle.load(f)
+    try:
+        return run(task_class, spec, one_process=True)
+    except AlbertError as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return 2
 
 
 def process_started(_stat: str = "/proc/self/stat") -> float:
@@ -545,3 +581,7 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
     if spec.outputs.log_dir:
         parts.append(f"logs in {spec.outputs.log_dir}")
     return "; ".join(parts)
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1:]))
