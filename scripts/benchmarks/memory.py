@@ -51,8 +51,8 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
     trial steps (while this run's weights, gradients and optimizer slots are held), else from the
     plan against --memory_budget_gb or the available memory."""
     from albert.tasks.losses import pretraining_loss
-    from albert.tasks.pretraining import PretrainingOptions
-    from albert.train.memory import micro_batch_trial, resolve_auto_batch, synthetic_batch
+    from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
+    from albert.train.memory import micro_batch_trial, resolve_auto_batch
     from albert.train.run_spec import Batching, Execution, RunSpec
 
     spec = RunSpec(
@@ -65,9 +65,9 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
         execution=Execution(precision=args.precision))
     trial = None
     if device == "gpu":
-        seq, preds, vocab = args.max_seq_length, args.max_predictions_per_seq, args.vocab_size
+        seq, vocab, task = args.max_seq_length, args.vocab_size, PretrainingTask(spec)
         trial = micro_batch_trial(model, pretraining_loss,
-                                  lambda n: synthetic_batch("pretraining", n, seq, vocab, preds),
+                                  lambda n: task.synthetic_batch(n, seq, vocab),
                                   jit=xla_gradient)
     batching, line = resolve_auto_batch(spec, 1, model.config, head="pretraining",
                                         device=device, trial=trial)

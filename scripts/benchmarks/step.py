@@ -40,7 +40,7 @@ def flops_per_sequence(config, seq: int, preds: int) -> float:
 def random_update_batch(args, vocab_size, rng):
     """One whole update's input, [accumulation, micro-batch, seq], drawn from `rng` as real
     records look: random ids, random sorted masked positions, two segments, both sentence
-    orders. Not albert.train.memory.synthetic_batch: that is one micro-batch [micro-batch, seq]
+    orders. Not albert.tasks.Task.synthetic_batch: that is one micro-batch [micro-batch, seq]
     of fixed positions and labels, for a trial whose only question is whether it fits."""
     import numpy as np
     import tensorflow as tf
