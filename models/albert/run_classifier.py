@@ -48,6 +48,7 @@ from albert.cli.resolve import (
     settle_features,
 )
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
+from albert.tasks import default_rate_help
 from albert.tasks.classification import FEATURES, REPORTED, ClassifierOptions, ClassifierTask
 from albert.tasks.runner import run_or_plan
 from albert.train.run_spec import Data
@@ -90,8 +91,8 @@ def build_parser() -> Parser:
     add_fine_tuning_flags(g, run_name="classifier", epochs=3.0, scored="--eval_file")
     add_export_flag(g, ask="python -m albert.classify")
     add_model_flags(p)
-    add_training_flags(p, learning_rate=2e-5, batch=32, optimizer="adamw", run_name="classifier",
-                       under_output_dir=True)
+    add_training_flags(p, learning_rate=None, batch=32, optimizer="adamw", run_name="classifier",
+                       under_output_dir=True, learning_rate_help=default_rate_help(ClassifierTask))
     p.set_defaults(warmup_steps=None, log_frequency=50)
     return p
 

@@ -37,6 +37,7 @@ from albert.cli.resolve import (
     resolve_spec,
     settle_features,
 )
+from albert.tasks import default_rate_help
 from albert.tasks.runner import run_or_plan
 from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadOptions, SquadTask
 from albert.train.run_spec import Data
@@ -66,8 +67,8 @@ def build_parser() -> Parser:
     add_fine_tuning_flags(g, run_name="squad", epochs=2.0, scored="--predict_file")
     add_export_flag(g, ask="python -m albert.answer")
     add_model_flags(p)
-    add_training_flags(p, learning_rate=3e-5, batch=24, optimizer="adamw", run_name="squad",
-                       under_output_dir=True)
+    add_training_flags(p, learning_rate=None, batch=24, optimizer="adamw", run_name="squad",
+                       under_output_dir=True, learning_rate_help=default_rate_help(SquadTask))
     p.set_defaults(warmup_steps=None, log_frequency=50)
     return p
 

@@ -113,3 +113,25 @@ def test_auto_batch_trial_steps_run_on_the_tasks_synthetic_batch(kind):
     # Full-length batches of the model's vocabulary; the last, 4 sequences and a 10% margin.
     assert {(s, v) for _, s, v in seen} == {(SEQ, VOCAB)} and seen[-1][0] == 5
     assert "ran on this GPU" in line
+
+
+@pytest.mark.parametrize("kind, published", [("squad", 3e-5), ("classification", 2e-5)])
+def test_a_fine_tune_left_without_a_rate_takes_one_for_its_models_size(kind, published):
+    """A base or larger model takes its task's published rate; a model of the tiny preset's
+    width a small model's (the published ones left it where it started: albert.tasks)."""
+    from albert.run_classifier import build_parser as classifier_parser
+    from albert.run_squad import build_parser as squad_parser
+    from albert.tasks import SMALL_MODEL_LEARNING_RATE
+
+    task = make(kind)
+    for size in ("base", "large", "xxlarge"):
+        assert task.default_learning_rate(AlbertConfig.from_preset(size))[0] == published
+    rate, why = task.default_learning_rate(AlbertConfig.from_preset("tiny"))
+    assert rate == SMALL_MODEL_LEARNING_RATE == 5e-4
+    assert "hidden size 128 <= 256" in why
+    widened = AlbertConfig.from_preset("tiny", hidden_size=512, num_attention_heads=8)
+    assert task.default_learning_rate(widened)[0] == published
+    # The flag is left unset for the run to settle, and its help says how.
+    parser = (squad_parser if kind == "squad" else classifier_parser)()
+    assert parser.parse_args([]).learning_rate is None
+    assert f"else {published:g}, the published rate" in " ".join(parser.format_help().split())

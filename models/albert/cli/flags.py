@@ -150,11 +150,13 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
                         "rate schedule start at 0 all the same")
 
 
-def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batch: int,
-                       optimizer: str, run_name: str, under_output_dir: bool = False) -> None:
+def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float | None, batch: int,
+                       optimizer: str, run_name: str, under_output_dir: bool = False,
+                       learning_rate_help: str | None = None) -> None:
     """under_output_dir: a fine-tuner's checkpoints and logs default to <--output_dir>/..., so
     two experiments with two output directories never share (and resume) one checkpoint
-    directory (see resolve_paths)."""
+    directory (see resolve_paths). learning_rate None: the run settles it by the model's size
+    (albert.tasks.Task.default_learning_rate), as learning_rate_help says."""
     g = p.add_argument_group("training")
     g.add_argument("--filesystem_prefix", default=".",
                    help="root for relative data paths (aws-samples: /fsx on the cloud)")
@@ -180,7 +182,8 @@ def add_training_flags(p: argparse.ArgumentParser, *, learning_rate: float, batc
                    help="from_warmup: decay over the steps after warmup (transformers); "
                         "from_zero: Google BERT/ALBERT's schedule, decay over all steps from step "
                         "0 with warmup overriding the first steps")
-    g.add_argument("--learning_rate", type=float, default=learning_rate)
+    g.add_argument("--learning_rate", type=float, default=learning_rate,
+                   help=learning_rate_help or "peak learning rate")
     g.add_argument("--end_learning_rate", type=float, default=0.0)
     g.add_argument("--decay_power", type=float, default=1.0)
     g.add_argument("--optimizer", choices=("lamb", "adamw"), default=optimizer)

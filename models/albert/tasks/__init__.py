@@ -23,6 +23,13 @@ from albert.model import MODEL_INPUTS
 from albert.train import run_spec
 from albert.train.evaluation import Evaluation
 
+# A fine-tune's peak learning rate when --learning_rate is not given. The published rates
+# (ALBERT, BERT: 1e-5 to 5e-5) are a base model's. The tiny preset (hidden size 128) learned
+# nothing at them: SST-2 from a pretrained tiny model at 2e-5 stayed at the majority class where
+# 5e-4 reached 0.80, and the demo's SQuAD fine-tune (docs/demo.md) learned at 1e-4 to 5e-4.
+SMALL_MODEL_HIDDEN_SIZE = 256
+SMALL_MODEL_LEARNING_RATE = 5e-4
+
 # What albert.train.loop.fit adds to each "train" log line beside the task's metrics
 # (seq_per_sec: not on a line whose only update since the last one compiled the step).
 LOOP_LOGGED = ("learning_rate", "loss_scale", "grad_norm", "weight_norm", "skipped_updates",
@@ -47,10 +54,23 @@ class Task:
     rescore_finished = True  # an already finished run is evaluated again (its summary)
     needs_tokenizer = True   # fine-tuners featurize text; pretraining reads token ids
     num_labels = 2
+    # The published fine-tuning rate of a base or larger model, taken when --learning_rate is
+    # not given (default_learning_rate); None: the task's flag always has a value.
+    learning_rate: float | None = None
 
     def __init__(self, spec):
         self.spec = spec
         self.loss_fn = self.metric_names = self.metrics_fn = None
+
+    def default_learning_rate(self, config) -> tuple[float, str]:
+        """The peak learning rate of a run not given --learning_rate, by the model's size, and
+        why (for the log)."""
+        if config.hidden_size <= SMALL_MODEL_HIDDEN_SIZE:
+            return SMALL_MODEL_LEARNING_RATE, (
+                f"a small model's: hidden size {config.hidden_size} <= "
+                f"{SMALL_MODEL_HIDDEN_SIZE}; published rates are a base model's and leave it "
+                "where it started")
+        return self.learning_rate, f"the published {self.name} rate for base and larger models"
 
     @property
     def export_task(self) -> str | None:
@@ -126,6 +146,13 @@ class Task:
         """Whether the final scores are the baseline's, within two standard errors of the
         evaluation's size: a fine-tune that ran but learned nothing (rank 0)."""
         return False
+
+
+def default_rate_help(task_class) -> str:
+    """--learning_rate's help in a fine-tuner that leaves the rate to the model's size."""
+    return (f"peak learning rate (default by the model's size: {SMALL_MODEL_LEARNING_RATE:g} for "
+            f"a hidden size up to {SMALL_MODEL_HIDDEN_SIZE}, as the tiny preset's; else "
+            f"{task_class.learning_rate:g}, the published rate for base and larger)")
 
 
 def learned_nothing_warning(spec, steps: int) -> str:

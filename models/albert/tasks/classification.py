@@ -71,6 +71,7 @@ class ClassifierTask(Task):
     exports = True
     reported = REPORTED
     logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
+    learning_rate = 2e-5  # within BERT's and ALBERT's published GLUE rates (1e-5 to 5e-5)
 
     def __init__(self, spec):
         super().__init__(spec)

@@ -9,6 +9,7 @@ its message instead of leaving the others waiting at the next collective.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -130,7 +131,8 @@ def _run(task, dist, started: float) -> int:
 
 
 def build(task, dist):
-    """The run's precision and seed, the task's data (setup), the model, the XLA plan and, with
+    """The run's precision and seed, the task's data (setup), the model, the XLA plan, a
+    fine-tune's learning rate by the model's size when not given and, with
     --per_gpu_batch_size auto, the micro-batch; then the one fold. Returns (the model, the XLA
     plan, the line that says why auto chose its micro-batch, or None)."""
     # TensorFlow: see the note at the top.
@@ -151,12 +153,18 @@ def build(task, dist):
     task.check_model(model, dist)
     previous = recorded_run(spec, dist)
     xla = xla_plan(spec, dist, recorded=(previous or {}).get("xla"))
+    if spec.trains and spec.optimization.learning_rate is None:
+        rate, why = task.default_learning_rate(model.config)
+        settled["optimization"] = dataclasses.replace(spec.optimization, learning_rate=rate)
+        if dist.is_chief:
+            logger.info("learning rate %g: %s (--learning_rate to choose)", rate, why)
     auto_line = None
     if spec.trains and spec.batching.auto:
         settled["batching"], auto_line = auto_batching(task, model, dist, xla, previous)
-    # The one fold: what the data settled (setup) and the micro-batch --per_gpu_batch_size auto
-    # chose, into a new spec that every later reader (the record, the evaluations, final/'s
-    # task card, the summary) sees; nothing replaces it after this.
+    # The one fold: what the data settled (setup), the learning rate the model's size chose
+    # (no --learning_rate) and the micro-batch --per_gpu_batch_size auto chose, into a new spec
+    # that every later reader (the record, the evaluations, final/'s task card, the summary)
+    # sees; nothing replaces it after this.
     task.spec = spec.replace(**settled)
     return model, xla, auto_line
 

@@ -66,6 +66,7 @@ class SquadTask(Task):
     exports = True
     reported = REPORTED
     logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
+    learning_rate = 3e-5  # ALBERT's SQuAD v2.0 rate (google-research/albert run_squad_v2)
 
     def __init__(self, spec):
         super().__init__(spec)
