@@ -5,19 +5,31 @@
 #   vocabulary -> pretraining TFRecords -> pretrain a tiny ALBERT (MLM + sentence order) -> a SQuAD
 #   v2.0-format question set in the registry's language over help-topic passages, whose dev
 #   questions use wordings its training questions never do (albert.demo.facts) -> fine-tune from
-#   the pretrained model and from scratch with the same flags, two seeds each, on all the training
-#   questions and on a tenth of them -> albert.demo.report: both starts' official dev scores per
-#   seed, the mean difference against the seeds' spread and a verdict, both starts' answers to the
-#   same dev questions, and a picture (demo_output/pretraining_pays.png).
-# Everything lands in demo_output/ (DEMO_DIR=... to change); re-running starts from scratch.
-#   DEMO_SEED=N     seed of the pretraining and of the first fine-tune of each start; the second
-#                   uses N+1 (default 1); the question set is the same for every seed
+#   the pretrained model and from scratch with the same flags, two seeds each -> albert.demo.report:
+#   both starts' official dev scores per seed, the mean difference against the seeds' spread and a
+#   verdict, both starts' answers to the same dev questions, and a picture
+#   (demo_output/pretraining_pays.png).
+#
+#   scripts/demo.sh              the demo; re-running starts from scratch
+#   scripts/demo.sh few_labels   afterwards, from the same pretrained model: both starts on a tenth
+#                                of the training questions (as many updates), three seeds each, then
+#                                the report again with both comparisons
+# Everything lands in demo_output/ (DEMO_DIR=... to change).
+#   DEMO_SEED=N     seed of the pretraining and of the first fine-tune of each start; the others
+#                   use N+1 (and N+2) (default 1); the question set is the same for every seed
 #   DEMO_QUICK=1    a few steps of everything: checks the pipeline, far too short for pretraining
 #                   to help
 #   PRETRAIN_STEPS, FINETUNE_EPOCHS override the budget.
+# few_labels takes the DEMO_DIR, DEMO_QUICK and DEMO_SEED the demo ran with.
 # TensorBoard: tensorboard --logdir demo_output (pretraining curves against their baselines,
 # the fine-tunes overlaid).
 set -euo pipefail
+MODE=${1:-all}
+case $MODE in
+    all|few_labels) ;;
+    *) echo "scripts/demo.sh: unknown part '$MODE': expected nothing (the demo) or few_labels" >&2
+       exit 2 ;;
+esac
 # A relative DEMO_DIR is the caller's; the default, demo_output/, is in the checkout.
 case ${DEMO_DIR:-} in ""|/*) ;; *) DEMO_DIR=$PWD/$DEMO_DIR ;; esac
 cd "$(dirname "$0")/.."
@@ -28,6 +40,8 @@ SEED=${DEMO_SEED:-1}
 # Each start is fine-tuned with two seeds (DEMO_SEED and the next): the verdict weighs the
 # difference against how far one start's seeds land apart.
 SEEDS=("$SEED" "$((SEED + 1))")
+# With a tenth of the labels the seeds land further apart: three each (two in the quick run).
+FEW_SEEDS=("$SEED" "$((SEED + 1))" "$((SEED + 2))")
 # Pretraining on 64-token sequences: twice the steps of 128 in the same time, and more steps is
 # what moved MLM and SOP accuracy.
 SEQ=64
@@ -40,33 +54,117 @@ FINETUNE_LR=5e-4
 if [ "${DEMO_QUICK:-0}" = 1 ]; then
     PRETRAIN_STEPS=${PRETRAIN_STEPS:-30}; WARMUP=3; VALIDATE=15; LOG=10; DUPES=2
     TRAIN_QUESTIONS=160; DEV_QUESTIONS=40; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-1}; EVAL_EVERY=5
-    # The pipeline only: eight compilations of the fine-tune step would be most of its minute.
-    FINETUNE_XLA=off; PRETRAIN_XLA=off
+    # The pipeline only: compiling the pretraining step would be most of its minute.
+    PRETRAIN_XLA=off; FEW_SEEDS=("${SEEDS[@]}")
 else
     # 3,000 steps: on all the training questions, over five fine-tune seeds, the pretrained
     # start won by +6.00 F1 on average (worst seed +3.96) after 1,000 steps and by +10.76 (worst
-    # +8.26) after 3,000 (docs/demo.md). XLA-compiled, the steps ran about 1.5x as fast on a
-    # 2-core CPU (3.70 against 2.53 steps/s, alternated runs).
-    PRETRAIN_STEPS=${PRETRAIN_STEPS:-3000}; WARMUP=100; VALIDATE=250; LOG=50; DUPES=5
+    # +8.26) after 3,000; pretrained on another CPU kind, whose XLA rounds differently, +8.50
+    # (worst +4.66) (docs/demo.md). XLA-compiled, the steps ran about 1.5x as fast on a 2-core
+    # CPU (3.70 against 2.53 steps/s, alternated runs).
+    PRETRAIN_STEPS=${PRETRAIN_STEPS:-3000}; WARMUP=100; VALIDATE=500; LOG=50; DUPES=5
     PRETRAIN_XLA=on
     # 1,000 questions, not 3,000: where labels are fewer a pretrained start matters more, and
-    # eight fine-tunes fit the demo's minutes.
+    # four fine-tunes fit the demo's minutes.
     TRAIN_QUESTIONS=1000; DEV_QUESTIONS=300; FINETUNE_EPOCHS=${FINETUNE_EPOCHS:-3}; EVAL_EVERY=50
-    FINETUNE_XLA=on
 fi
+# The fine-tunes run uncompiled: their batches come in three lengths (buckets of 64 up to 192)
+# and XLA compiles the step once for each, about 10 s apiece. Uncompiled a fine-tune took 60 s
+# against 63-71 s compiled, with the same dev F1 (47.40, seed 1).
+FINETUNE_XLA=off
 export TF_CPP_MIN_LOG_LEVEL=2
-rm -rf "$OUT"
-mkdir -p "$OUT"
 step() { echo; echo "=== $* ==="; }
 started=$(date +%s)
+# What few_labels must share with the demo it builds on: its budget and its seeds.
+SETTINGS="DEMO_QUICK=${DEMO_QUICK:-0} DEMO_SEED=$SEED"
 
-step "1/7 corpus: CPython's help topics and a registry of project facts (no download)"
+# Every fine-tune runs with exactly these flags; only the starting weights, the seed and (for the
+# tenth) the training file and its epochs differ, and each pair of starts shares those.
+finetune() {
+    local dir=$1 start=$2 seed=$3 train=$4 epochs=$5; shift 5
+    local from=(--load_from scratch --model_config "$OUT/pretraining/checkpoints/final/config.json"
+                --spm_model "$OUT/vocab/spiece.model")
+    [ "$start" = pretrained ] && from=(--load_from pretrained
+                                       --checkpoint_path "$OUT/pretraining/checkpoints/final")
+    local run="$OUT/$dir/$start-seed$seed"
+    $PY -m albert.run_squad "${from[@]}" "$@" \
+        --train_file "$train" --predict_file "$OUT/squad_data/dev-v2.0.json" \
+        --max_seq_length "$QA_SEQ" --per_gpu_batch_size 16 --learning_rate "$FINETUNE_LR" \
+        --num_train_epochs "$epochs" --eval_frequency "$EVAL_EVERY" --seed "$seed" \
+        --log_frequency "$LOG" --no_progress --xla "$FINETUNE_XLA" \
+        --output_dir "$run" --cache_dir "$run/cache" \
+        --checkpoint_dir "$run/checkpoints" --log_dir "$run/logs" > "$run.log" 2>&1
+}
+
+# Both starts of one seed at once, each on half the cores: a tiny model's small matrices keep
+# two cores only partly busy, and one run's start-up and evaluations overlap the other's
+# updates. On a 2-core CPU a pair took 83 s against 2 x 60 s one after the other, with the same
+# dev F1 (47.40 and 34.60, seed 1). Extra flags go to the pretrained start (the export).
+pair() {
+    local dir=$1 seed=$2 train=$3 epochs=$4; shift 4
+    local pids=() failed=()
+    mkdir -p "$OUT/$dir"
+    if [ "$CORES" -ge 2 ]; then
+        TF_NUM_INTRAOP_THREADS=$(( CORES / 2 )) finetune "$dir" pretrained "$seed" "$train" \
+            "$epochs" "$@" & pids+=($!)
+        TF_NUM_INTRAOP_THREADS=$(( CORES / 2 )) finetune "$dir" scratch "$seed" "$train" \
+            "$epochs" & pids+=($!)
+        wait "${pids[0]}" || failed+=(pretrained)
+        wait "${pids[1]}" || failed+=(scratch)
+    else
+        finetune "$dir" pretrained "$seed" "$train" "$epochs" "$@" || failed+=(pretrained)
+        finetune "$dir" scratch "$seed" "$train" "$epochs" || failed+=(scratch)
+    fi
+    for start in pretrained scratch; do
+        echo "--- from $start, seed $seed ($dir)"
+        grep '^summary:' "$OUT/$dir/$start-seed$seed.log" || true
+    done
+    for start in ${failed[@]+"${failed[@]}"}; do
+        echo "the fine-tune from $start (seed $seed) failed: $OUT/$dir/$start-seed$seed.log ends"
+        tail -20 "$OUT/$dir/$start-seed$seed.log"
+    done
+    [ ${#failed[@]} -eq 0 ] || exit 1
+}
+CORES=$(nproc)
+# Two TensorFlow processes at once on a GPU: each takes the memory it needs, not all of it.
+export TF_FORCE_GPU_ALLOW_GROWTH=true
+
+if [ "$MODE" = few_labels ]; then
+    if [ ! -f "$OUT/pretraining/checkpoints/final/config.json" ] || [ ! -f "$OUT/demo_settings" ]; then
+        echo "scripts/demo.sh few_labels: no finished demo in $OUT (its pretrained model is" \
+             "missing): run scripts/demo.sh first, with the same DEMO_DIR" >&2
+        exit 2
+    fi
+    if [ "$(cat "$OUT/demo_settings")" != "$SETTINGS" ]; then
+        echo "scripts/demo.sh few_labels: the demo in $OUT ran with $(cat "$OUT/demo_settings")," \
+             "this with $SETTINGS: use the same settings" >&2
+        exit 2
+    fi
+    rm -rf "$OUT/squad_tenth" "$OUT/finetune_tenth"
+    step "a tenth of the labels: the first $(( TRAIN_QUESTIONS / 10 )) training questions, as many updates (seeds ${FEW_SEEDS[*]})"
+    # The generator draws the same questions first, so these are the first ones of the demo's
+    # training set, asked the same dev questions.
+    $PY -m albert.demo.squad_sample --output_dir "$OUT/squad_tenth" --style paraphrase \
+        --train_questions "$(( TRAIN_QUESTIONS / 10 ))" --dev_questions "$DEV_QUESTIONS"
+    for seed in "${FEW_SEEDS[@]}"; do
+        pair finetune_tenth "$seed" "$OUT/squad_tenth/train-v2.0.json" "$(( FINETUNE_EPOCHS * 10 ))"
+    done
+    echo
+    echo "=== pretrained vs from scratch, with the few-labels runs ($(( $(date +%s) - started ))s for these, setup excluded) ==="
+    $PY -m albert.demo.report --demo_dir "$OUT" --seeds "${SEEDS[@]}"
+    exit 0
+fi
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+step "1/6 corpus: CPython's help topics and a registry of project facts (no download)"
 $PY -m albert.demo.sample --output "$OUT/corpus.txt" --source pydoc+facts
 
-step "2/7 SentencePiece vocabulary"
+step "2/6 SentencePiece vocabulary"
 $PY -m albert.train_tokenizer --input "$OUT/corpus.txt" --vocab_size 3000 --output_dir "$OUT/vocab"
 
-step "3/7 pretraining TFRecords (sentence order + n-gram masking; 5% of the documents held out)"
+step "3/6 pretraining TFRecords (sentence order + n-gram masking; 5% of the documents held out)"
 # A few differently masked copies of the corpus, each seen several times: with 20 copies (each
 # pair in both orders, seen about once) the sentence-order loss stayed at ln 2 for 1,500 steps;
 # with 5 it leaves chance after about 600 steps.
@@ -75,7 +173,7 @@ $PY -m albert.create_pretraining_data --input "$OUT/corpus.txt" \
     --max_seq_length "$SEQ" --max_predictions_per_seq "$PREDICTIONS" --dupe_factor "$DUPES" \
     --num_shards 4 --validation_fraction 0.05
 
-step "4/7 pretrain a tiny ALBERT ($PRETRAIN_STEPS steps)"
+step "4/6 pretrain a tiny ALBERT ($PRETRAIN_STEPS steps)"
 pretrain_started=$(date +%s)
 $PY -m albert.run_pretraining --model_size tiny --spm_model "$OUT/vocab/spiece.model" \
     --filesystem_prefix "$OUT/pretraining_data" --train_dir train --val_dir validation \
@@ -89,21 +187,17 @@ echo "$(( $(date +%s) - pretrain_started ))" > "$OUT/pretraining/seconds"
 # What the accuracies are worth: always guessing the most frequent masked token (MLM) and a coin
 # (SOP). Written as a run of its own so TensorBoard draws them as flat lines on the same charts.
 $PY - "$OUT" "$PRETRAIN_STEPS" "$SEQ" "$PREDICTIONS" <<'PY'
-import collections, glob, json, sys
+import glob, json, sys
 import tensorflow as tf
-from albert.data.reader import pretraining_feature_spec
+from albert.tasks.pretraining import unigram_mlm_accuracy
 out, steps, seq, predictions = sys.argv[1], *map(int, sys.argv[2:])
-spec = pretraining_feature_spec(seq, predictions)
+with open(f"{out}/pretraining_data/summary.json") as f:
+    written = json.load(f)
 baselines = {"shapes": {"max_seq_length": seq, "max_predictions_per_seq": predictions}}
 for split in ("train", "validation"):
-    counts, pairs = collections.Counter(), 0
     files = sorted(glob.glob(f"{out}/pretraining_data/{split}/*.tfrecord"))
-    for record in tf.data.TFRecordDataset(files).map(lambda r: tf.io.parse_single_example(r, spec)):
-        ids, weights = record["masked_lm_ids"].numpy(), record["masked_lm_weights"].numpy()
-        counts.update(int(i) for i, w in zip(ids, weights) if w > 0)
-        pairs += 1
-    baselines[split] = {"mlm_unigram_acc": counts.most_common(1)[0][1] / sum(counts.values()),
-                        "sop_chance_acc": 0.5, "pairs": pairs}
+    baselines[split] = {"mlm_unigram_acc": unigram_mlm_accuracy(files, seq, predictions),
+                        "sop_chance_acc": 0.5, "pairs": written[f"{split}_instances"]}
 with open(f"{out}/pretraining/baselines.json", "w") as f:
     json.dump(baselines, f, indent=1)
 writer = tf.summary.create_file_writer(f"{out}/pretraining/baselines")
@@ -115,54 +209,22 @@ with writer.as_default():
 writer.close()
 PY
 
-step "5/7 a SQuAD v2.0-format question set: paraphrased questions, distractors, a third unanswerable"
+step "5/6 a SQuAD v2.0-format question set: paraphrased questions, distractors, a third unanswerable"
 # Fine-tuning questions and passages use two of each relation's three wordings. Each dev question
 # uses the third and its passage the other two, or the other way round: only the pretraining text
-# says the third wording means what the others do. A tenth of the training questions (the first
-# ones: the same generator draws them first) is the few-labels comparison.
+# says the third wording means what the others do.
 $PY -m albert.demo.squad_sample --output_dir "$OUT/squad_data" --style paraphrase \
     --train_questions "$TRAIN_QUESTIONS" --dev_questions "$DEV_QUESTIONS"
-$PY -m albert.demo.squad_sample --output_dir "$OUT/squad_tenth" --style paraphrase \
-    --train_questions "$(( TRAIN_QUESTIONS / 10 ))" --dev_questions "$DEV_QUESTIONS"
 
-# Every fine-tune runs with exactly these flags; only the starting weights, the seed and (for the
-# tenth) the training file and its epochs differ, and each pair of starts shares those.
-finetune() {
-    local dir=$1 start=$2 seed=$3 train=$4 epochs=$5; shift 5
-    local from=(--load_from scratch --model_config "$OUT/pretraining/checkpoints/final/config.json"
-                --spm_model "$OUT/vocab/spiece.model")
-    [ "$start" = pretrained ] && from=(--load_from pretrained
-                                       --checkpoint_path "$OUT/pretraining/checkpoints/final")
-    local run="$OUT/$dir/$start-seed$seed"
-    echo "--- from $start, seed $seed ($(basename "$dir"))"
-    $PY -m albert.run_squad "${from[@]}" "$@" \
-        --train_file "$train" --predict_file "$OUT/squad_data/dev-v2.0.json" \
-        --max_seq_length "$QA_SEQ" --per_gpu_batch_size 16 --learning_rate "$FINETUNE_LR" \
-        --num_train_epochs "$epochs" --eval_frequency "$EVAL_EVERY" --seed "$seed" \
-        --log_frequency "$LOG" --no_progress --xla "$FINETUNE_XLA" \
-        --output_dir "$run" --cache_dir "$run/cache" \
-        --checkpoint_dir "$run/checkpoints" --log_dir "$run/logs" > "$run.log" 2>&1 \
-        || { tail -20 "$run.log"; exit 1; }
-    grep '^summary:' "$run.log" || true
-}
-
-step "6/7 fine-tune on all $TRAIN_QUESTIONS training questions, from the pretrained model and from scratch (seeds ${SEEDS[*]})"
-mkdir -p "$OUT/finetune" "$OUT/finetune_tenth"
+step "6/6 fine-tune on all $TRAIN_QUESTIONS training questions, from the pretrained model and from scratch (seeds ${SEEDS[*]})"
 for seed in "${SEEDS[@]}"; do
     export_flag=()
     [ "$seed" = "${SEEDS[0]}" ] && export_flag=(--export_dir "$OUT/finetune/pretrained-seed$seed/serving/1")
-    finetune finetune pretrained "$seed" "$OUT/squad_data/train-v2.0.json" "$FINETUNE_EPOCHS" \
+    pair finetune "$seed" "$OUT/squad_data/train-v2.0.json" "$FINETUNE_EPOCHS" \
         ${export_flag[@]+"${export_flag[@]}"}
-    finetune finetune scratch "$seed" "$OUT/squad_data/train-v2.0.json" "$FINETUNE_EPOCHS"
 done
 
-step "7/7 the same with a tenth of the labels ($(( TRAIN_QUESTIONS / 10 )) questions, as many updates)"
-for seed in "${SEEDS[@]}"; do
-    for start in pretrained scratch; do
-        finetune finetune_tenth "$start" "$seed" "$OUT/squad_tenth/train-v2.0.json" \
-            "$(( FINETUNE_EPOCHS * 10 ))"
-    done
-done
+echo "$SETTINGS" > "$OUT/demo_settings"  # what `scripts/demo.sh few_labels` builds on
 
 echo
 echo "=== pretrained vs from scratch ($(( $(date +%s) - started ))s, setup excluded) ==="
@@ -192,7 +254,8 @@ PY
 cat <<MSG
 serving:      $SERVING (SavedModel; python -m albert.answer --checkpoint_path ... --question ... --context ...)
 checkpoints:  $OUT/pretraining/checkpoints (Hugging Face export in .../final), $OUT/finetune/<start>-seed<N>/checkpoints
-predictions:  $OUT/finetune/<start>-seed<N>/predictions.json (and finetune_tenth/)
+predictions:  $OUT/finetune/<start>-seed<N>/predictions.json
+few labels:   scripts/demo.sh few_labels   (this pretrained model, both starts on a tenth of the training questions)
 picture:      $OUT/pretraining_pays.png
 TensorBoard:  .venv/bin/tensorboard --logdir $(printf '%q' "$OUT")   (pretraining/logs against pretraining/baselines; the fine-tunes overlaid)
 MSG

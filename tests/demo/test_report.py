@@ -145,3 +145,24 @@ def test_a_missing_run_is_one_line(demo_dir, capsys):
         report.main(["--demo_dir", str(demo_dir), "--seeds", "1", "--no_picture"])
     assert exit_info.value.code == 2
     assert "scratch-seed1" in capsys.readouterr().err
+
+
+def test_the_few_labels_runs_show_the_seeds_they_ran(demo_dir, capsys):
+    """`scripts/demo.sh few_labels` runs three seeds where the demo ran two, and a report asked
+    for five seeds of the demo need not find them among the few-labels runs."""
+    main = {(start, seed): 50.0 + seed + (10 if start == "pretrained" else 0)
+            for start in report.STARTS for seed in (1, 2, 3, 4, 5)}
+    _scores(demo_dir, "finetune", main)
+    _scores(demo_dir, "finetune_tenth", {(start, seed): 40.0 + seed
+                                         for start in report.STARTS for seed in (1, 2, 3)})
+    # A run of one start alone is not a comparison.
+    _write_run(demo_dir / "finetune_tenth" / "pretrained-seed7", 40.0)
+    for seeds in (["1", "2"], ["1", "2", "3", "4", "5"]):
+        assert report.main(["--demo_dir", str(demo_dir), "--seeds", *seeds,
+                            "--no_picture"]) == 0
+        out = capsys.readouterr().out
+        demo, few = out.split("=== a tenth of the training questions")
+        assert re.findall(r"^(\d+)\s", demo, re.MULTILINE) == seeds
+        assert re.findall(r"^(\d+)\s", few.split("=== the first")[0], re.MULTILINE) == [
+            "1", "2", "3"]
+    assert report.seeds_run(str(demo_dir / "finetune_tenth")) == [1, 2, 3]

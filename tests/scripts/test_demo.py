@@ -1,7 +1,8 @@
 """scripts/demo.sh end to end (reduced).
 
 The demo's point is one printed comparison: pretrained against scratch on two seeds each, with all
-the training questions and with a tenth of them, beside the pretraining's MLM/SOP accuracy against
+the training questions (`scripts/demo.sh`) and then with a tenth of them (`scripts/demo.sh
+few_labels`, from the same pretrained model), beside the pretraining's MLM/SOP accuracy against
 their baselines. A summary that read the wrong file, swapped the runs, or rounded the difference
 from other numbers would still look fine on screen, so the end-to-end test checks every printed
 figure against the files the runs wrote and rescores every prediction file with the official
@@ -48,14 +49,23 @@ def _last_metrics(path: str, split: str) -> dict:
     return [r for r in records if r["split"] == split][-1]
 
 
+def _demo(out, *part, quick="1", seed="3"):
+    env = dict(os.environ, DEMO_QUICK=quick, DEMO_DIR=str(out), DEMO_SEED=seed)
+    return subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", "demo.sh"), *part],
+                          env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
+
+
 @pytest.fixture(scope="module")
 def quick_demo(tmp_path_factory):
+    """The quick demo, then its few-labels part: (both outputs, one after the other; the
+    output directory)."""
     out = tmp_path_factory.mktemp("demo") / "demo_output"
-    env = dict(os.environ, DEMO_QUICK="1", DEMO_DIR=str(out), DEMO_SEED="3")
-    proc = subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", "demo.sh")], env=env,
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout, str(out)
+    stdout = ""
+    for part in ((), ("few_labels",)):
+        proc = _demo(out, *part)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        stdout += proc.stdout
+    return stdout, str(out)
 
 
 SEEDS = (3, 4)  # DEMO_SEED=3 and the next
@@ -64,10 +74,15 @@ FOLDERS = ("finetune", "finetune_tenth")
 
 def test_quick_demo_prints_the_comparison(quick_demo):
     stdout, out = quick_demo
-    for line in ("=== pretrained vs from scratch", "MLM accuracy", "SOP accuracy",
-                 "=== all the training questions", "=== a tenth of the training questions",
-                 "verdict:", "=== the first 4 dev questions", f"picture: {out}"):
-        assert line in stdout, f"missing {line!r} in the demo's output"
+    demo, few_labels = stdout.split("=== a tenth of the labels")
+    for part in (demo, few_labels):
+        for line in ("=== pretrained vs from scratch", "MLM accuracy", "SOP accuracy",
+                     "=== all the training questions", "verdict:",
+                     "=== the first 4 dev questions", f"picture: {out}"):
+            assert line in part, f"missing {line!r} in the demo's output"
+    # The demo itself runs no few-labels fine-tune; its second part adds them to the report.
+    assert "=== a tenth of the training questions" not in demo
+    assert "=== a tenth of the training questions" in few_labels
     with open(os.path.join(out, "pretraining_pays.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -85,7 +100,8 @@ def test_quick_demo_fine_tunes_agree_with_what_they_wrote(quick_demo):
         dev = json.load(f)
     for folder, title in zip(FOLDERS, ("all the training questions",
                                        "a tenth of the training questions"), strict=True):
-        section = _section(stdout, title)
+        # The last report printed: the few-labels part's, which shows both comparisons.
+        section = _section(stdout[stdout.rindex("=== pretrained vs from scratch"):], title)
         scores = {}
         for start in ("pretrained", "scratch"):
             for seed in SEEDS:
@@ -189,6 +205,24 @@ def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
             pretrained, scratch = records["pretrained"]["spec"], records["scratch"]["spec"]
             assert [k for k in pretrained if pretrained[k] != scratch[k]] == ["started_from"]
             assert set(pretrained) == set(scratch)
+
+
+def test_few_labels_needs_a_finished_demo_of_the_same_kind(quick_demo, tmp_path):
+    """Run before the demo, or against a quick demo's output without DEMO_QUICK or with another
+    seed, the second part says what to do in one line instead of fine-tuning from nothing,
+    mixing budgets or comparing seeds the demo never ran."""
+    proc = _demo(tmp_path / "none", "few_labels")
+    assert proc.returncode == 2
+    assert "run scripts/demo.sh first" in proc.stderr and "Traceback" not in proc.stderr
+    _, out = quick_demo
+    proc = _demo(out, "few_labels", quick="0")
+    assert proc.returncode == 2
+    assert ("ran with DEMO_QUICK=1 DEMO_SEED=3, this with DEMO_QUICK=0 DEMO_SEED=3: use the same "
+            "settings") in proc.stderr
+    proc = _demo(out, "few_labels", seed="5")
+    assert proc.returncode == 2 and "this with DEMO_QUICK=1 DEMO_SEED=5" in proc.stderr
+    proc = _demo(out, "few_label")
+    assert proc.returncode == 2 and "unknown part 'few_label'" in proc.stderr
 
 
 def test_quick_demo_pretrains_on_the_registry_and_asks_across_held_out_wordings(quick_demo):

@@ -3,7 +3,8 @@
     python -m albert.demo.report --demo_dir demo_output --seeds 1 2
 
 Reads the pretraining's logs and baselines and every fine-tune under <demo_dir>/finetune/ (all
-the training questions) and <demo_dir>/finetune_tenth/ (a tenth of them), each named
+the training questions, seeds --seeds) and, once `scripts/demo.sh few_labels` has run,
+<demo_dir>/finetune_tenth/ (a tenth of them, every seed both starts ran), each named
 <start>-seed<N> with start pretrained or scratch. Prints the pretraining's held-out accuracies
 against their baselines, one row per seed with both starts' dev F1, the mean difference against
 the seeds' spread and a verdict that says "helped" only when the difference is larger than the
@@ -42,6 +43,15 @@ def _read_json(path: str):
 def _records(path: str) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def seeds_run(directory: str) -> list[int]:
+    """The seeds both starts ran under `directory` (<start>-seed<N>)."""
+    names = set(os.listdir(directory))
+    found = [{int(n[len(f"{start}-seed"):]) for n in names
+              if n.startswith(f"{start}-seed") and n[len(f"{start}-seed"):].isdigit()
+              and os.path.isdir(os.path.join(directory, n))} for start in STARTS]
+    return sorted(set.intersection(*found))
 
 
 def read_fine_tunes(directory: str, seeds: list[int]) -> dict[tuple[str, int], FineTune]:
@@ -207,11 +217,12 @@ def draw(demo_dir: str, curves: dict[str, dict], path: str) -> None:
         ax.set_xlabel("update")
         ax.legend(fontsize=8)
     for ax, (title, runs) in zip(axes[2:], curves.items(), strict=True):
+        seeds = sorted({seed for _, seed in runs})
         for (start, seed), run in sorted(runs.items()):
             if run.curve:
                 ax.plot(*zip(*run.curve, strict=True), marker=".",
                         color="tab:blue" if start == "pretrained" else "tab:orange",
-                        linestyle="-" if seed == min(s for _, s in runs) else "--",
+                        linestyle=("-", "--", ":", "-.")[seeds.index(seed) % 4],
                         label=f"from {start}, seed {seed}")
         first = next(iter(runs.values())).results
         ax.axhline(empty_answer_f1(first), color="grey", linestyle="--", label="all-empty")
@@ -227,7 +238,8 @@ def build_parser() -> flags.Parser:
     p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--demo_dir", required=True, help="the demo's output directory")
     p.add_argument("--seeds", type=int, nargs="+", required=True,
-                   help="the fine-tune seeds (each start ran once per seed)")
+                   help="the fine-tune seeds on all the training questions (each start ran "
+                        "once per seed); the few-labels runs show every seed both starts ran")
     p.add_argument("--answers", type=int, default=4,
                    help="how many dev questions (the first of the dev file) both starts answer")
     p.add_argument("--no_picture", action="store_true", help="do not draw the picture")
@@ -244,9 +256,13 @@ def main(argv=None) -> int:
             directory = os.path.join(args.demo_dir, name)
             if not os.path.isdir(directory):
                 continue
+            # The few-labels runs come from their own command, with seeds of their own.
+            seeds = args.seeds if name == "finetune" else seeds_run(directory)
+            if not seeds:
+                continue
             print()
-            runs = read_fine_tunes(directory, args.seeds)
-            print_comparison(title, runs, args.seeds)
+            runs = read_fine_tunes(directory, seeds)
+            print_comparison(title, runs, seeds)
             curves[title] = runs
         print()
         dev = _read_json(os.path.join(args.demo_dir, "squad_data", "dev-v2.0.json"))
