@@ -20,7 +20,7 @@
 #   DEMO_QUICK=1    a few steps of everything: checks the pipeline, far too short for pretraining
 #                   to help
 #   PRETRAIN_STEPS, FINETUNE_EPOCHS override the budget.
-# few_labels takes the DEMO_DIR, DEMO_QUICK and DEMO_SEED the demo ran with.
+# few_labels takes the DEMO_DIR, DEMO_QUICK, DEMO_SEED and FINETUNE_EPOCHS the demo ran with.
 # TensorBoard: tensorboard --logdir demo_output (pretraining curves against their baselines,
 # the fine-tunes overlaid).
 set -euo pipefail
@@ -75,8 +75,9 @@ FINETUNE_XLA=off
 export TF_CPP_MIN_LOG_LEVEL=2
 step() { echo; echo "=== $* ==="; }
 started=$(date +%s)
-# What few_labels must share with the demo it builds on: its budget and its seeds.
-SETTINGS="DEMO_QUICK=${DEMO_QUICK:-0} DEMO_SEED=$SEED"
+# What few_labels must share with the demo it builds on: its budget, its seeds and its epochs
+# (the tenth runs ten times as many, to match the demo's updates).
+SETTINGS="DEMO_QUICK=${DEMO_QUICK:-0} DEMO_SEED=$SEED FINETUNE_EPOCHS=$FINETUNE_EPOCHS"
 
 # Every fine-tune runs with exactly these flags; only the starting weights, the seed and (for the
 # tenth) the training file and its epochs differ, and each pair of starts shares those.

@@ -49,8 +49,8 @@ def _last_metrics(path: str, split: str) -> dict:
     return [r for r in records if r["split"] == split][-1]
 
 
-def _demo(out, *part, quick="1", seed="3"):
-    env = dict(os.environ, DEMO_QUICK=quick, DEMO_DIR=str(out), DEMO_SEED=seed)
+def _demo(out, *part, quick="1", seed="3", **more):
+    env = dict(os.environ, DEMO_QUICK=quick, DEMO_DIR=str(out), DEMO_SEED=seed, **more)
     return subprocess.run(["bash", os.path.join(REPO_ROOT, "scripts", "demo.sh"), *part],
                           env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
 
@@ -208,8 +208,8 @@ def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
 
 
 def test_few_labels_needs_a_finished_demo_of_the_same_kind(quick_demo, tmp_path):
-    """Run before the demo, or against a quick demo's output without DEMO_QUICK or with another
-    seed, the second part says what to do in one line instead of fine-tuning from nothing,
+    """Run before the demo, or against a quick demo's output without DEMO_QUICK, with another
+    seed or other epochs, the second part says what to do in one line instead of fine-tuning from nothing,
     mixing budgets or comparing seeds the demo never ran."""
     proc = _demo(tmp_path / "none", "few_labels")
     assert proc.returncode == 2
@@ -217,10 +217,13 @@ def test_few_labels_needs_a_finished_demo_of_the_same_kind(quick_demo, tmp_path)
     _, out = quick_demo
     proc = _demo(out, "few_labels", quick="0")
     assert proc.returncode == 2
-    assert ("ran with DEMO_QUICK=1 DEMO_SEED=3, this with DEMO_QUICK=0 DEMO_SEED=3: use the same "
-            "settings") in proc.stderr
+    assert ("ran with DEMO_QUICK=1 DEMO_SEED=3 FINETUNE_EPOCHS=1, this with DEMO_QUICK=0 "
+            "DEMO_SEED=3 FINETUNE_EPOCHS=3: use the same settings") in proc.stderr
     proc = _demo(out, "few_labels", seed="5")
-    assert proc.returncode == 2 and "this with DEMO_QUICK=1 DEMO_SEED=5" in proc.stderr
+    assert proc.returncode == 2 and "this with DEMO_QUICK=1 DEMO_SEED=5 " in proc.stderr
+    proc = _demo(out, "few_labels", FINETUNE_EPOCHS="2")
+    assert proc.returncode == 2 and "this with DEMO_QUICK=1 DEMO_SEED=3 FINETUNE_EPOCHS=2" in (
+        proc.stderr)
     proc = _demo(out, "few_label")
     assert proc.returncode == 2 and "unknown part 'few_label'" in proc.stderr
 
