@@ -209,8 +209,8 @@ def test_quick_demo_compares_a_pretrained_start_with_a_fresh_one(quick_demo):
 
 def test_few_labels_needs_a_finished_demo_of_the_same_kind(quick_demo, tmp_path):
     """Run before the demo, or against a quick demo's output without DEMO_QUICK, with another
-    seed or other epochs, the second part says what to do in one line instead of fine-tuning from nothing,
-    mixing budgets or comparing seeds the demo never ran."""
+    seed or other epochs, the second part says what to do in one line instead of fine-tuning
+    from nothing, mixing budgets or comparing seeds the demo never ran."""
     proc = _demo(tmp_path / "none", "few_labels")
     assert proc.returncode == 2
     assert "run scripts/demo.sh first" in proc.stderr and "Traceback" not in proc.stderr
