@@ -6,15 +6,33 @@ anything else in the run allocates, so the peak is the update's."""
 from __future__ import annotations
 
 
+def peak_resident_bytes() -> int:
+    """The peak resident memory of this process since it started its program.
+
+    Not getrusage's ru_maxrss: Linux carries the parent's peak into a child at exec, so a benchmark
+    started by a large process (a test runner, a notebook) would report the parent's peak.
+    VmHWM belongs to the address space the program runs in."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, else kilobytes
+
+
 def peak_memory_bytes() -> int:
     """The peak so far: the GPU allocator's peak, else the peak resident memory of this process."""
-    import resource
-
     import tensorflow as tf
 
     if tf.config.list_physical_devices("GPU"):
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    return peak_resident_bytes()
 
 
 def memory_report(args, model, ranks: int, xla_gradient: bool) -> dict:
