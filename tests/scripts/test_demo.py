@@ -218,7 +218,7 @@ def test_few_labels_needs_a_finished_demo_of_the_same_kind(quick_demo, tmp_path)
     proc = _demo(out, "few_labels", quick="0")
     assert proc.returncode == 2
     assert ("ran with DEMO_QUICK=1 DEMO_SEED=3 FINETUNE_EPOCHS=1, this with DEMO_QUICK=0 "
-            "DEMO_SEED=3 FINETUNE_EPOCHS=3: use the same settings") in proc.stderr
+            "DEMO_SEED=3 FINETUNE_EPOCHS=4: use the same settings") in proc.stderr
     proc = _demo(out, "few_labels", seed="5")
     assert proc.returncode == 2 and "this with DEMO_QUICK=1 DEMO_SEED=5 " in proc.stderr
     proc = _demo(out, "few_labels", FINETUNE_EPOCHS="2")

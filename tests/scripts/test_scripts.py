@@ -190,7 +190,8 @@ def _collect(args):
             self.selected.extend(session.items)
 
     recorder = Recorder()
-    code = pytest.main([*args, "--collect-only", "-qq", "-p", "no:cacheprovider",
+    # `-n 0`: the test workers would collect in their own processes, out of the recorder's sight.
+    code = pytest.main([*args, "-n", "0", "--collect-only", "-qq", "-p", "no:cacheprovider",
                         os.path.join(REPO_ROOT, "tests")], plugins=[recorder])
     assert code == pytest.ExitCode.OK, code
     return recorder.selected, recorder.deselected
