@@ -57,10 +57,9 @@ if [ "${DEMO_QUICK:-0}" = 1 ]; then
     # The pipeline only: compiling the pretraining step would be most of its minute.
     PRETRAIN_XLA=off; FEW_SEEDS=("${SEEDS[@]}")
 else
-    # 3,000 steps: on all the training questions, over five fine-tune seeds, the pretrained
-    # start won by +6.00 F1 on average (worst seed +3.96) after 1,000 steps and by +10.76 (worst
-    # +8.26) after 3,000; pretrained on another CPU kind, whose XLA rounds differently, +8.50
-    # (worst +4.66) (docs/demo.md). XLA-compiled, the steps ran about 1.5x as fast on a 2-core
+    # 3,000 steps: on all the training questions, over five fine-tune seeds of 3 epochs, the
+    # pretrained start won by +6.00 F1 on average (worst seed +3.96) after 1,000 steps and by
+    # +10.76 (worst +8.26) after 3,000 (AMD EPYC; docs/demo.md). XLA-compiled, the steps ran about 1.5x as fast on a 2-core
     # CPU (3.70 against 2.53 steps/s, alternated runs).
     # Held-out validation every 1,000 steps and dev scores every 100 updates: the curves need no
     # more points, and the seconds saved pay for the fourth fine-tune epoch.

@@ -18,7 +18,7 @@ for arg in "$@"; do
 done
 # Two test processes (pytest-xdist), each taking whole files, so a file's shared fixtures (the
 # quick demo, a trained model) are built once. Most of a test here is one core's work (starting a
-# process, tracing, compiling), so on a 2-core machine two at once take about 0.6 of the time.
+# process, tracing, compiling), so on a 2-core machine two at once take about two thirds of the time.
 # ALBERT_TEST_WORKERS=N changes the count; 0 runs the tests in this process (`-n 0` does too).
 workers=${ALBERT_TEST_WORKERS:-$([ "$(nproc)" -ge 2 ] && echo 2 || echo 0)}
 pytest=(.venv/bin/python -m pytest ${tier[@]+"${tier[@]}"} -n "$workers" --dist loadfile
