@@ -226,6 +226,67 @@ def test_few_labels_needs_a_finished_demo_of_the_same_kind(quick_demo, tmp_path)
         proc.stderr)
     proc = _demo(out, "few_label")
     assert proc.returncode == 2 and "unknown part 'few_label'" in proc.stderr
+    # The sweep scores on the demo's held-out records: it needs the same finished demo.
+    proc = _demo(tmp_path / "none", "sweep")
+    assert proc.returncode == 2 and "run scripts/demo.sh first" in proc.stderr
+    proc = _demo(out, "sweep", seed="5")
+    assert proc.returncode == 2 and "this with DEMO_QUICK=1 DEMO_SEED=5 " in proc.stderr
+
+
+def test_quick_sweep_scores_each_choice_on_the_demos_held_out_records(quick_demo):
+    """`scripts/demo.sh sweep`: its first row is the demo's own pretraining run again (the same
+    steps, seed and records give the same held-out figures, losses included), every row is what
+    its run logged, every run was scored on the demo's held-out records (the same
+    most-frequent-token baseline, the same masked tokens), the rate variant ran at its rate and
+    the masking variant trained on records of its own that hold out the same documents."""
+    import tensorflow as tf
+
+    _, out = quick_demo
+    proc = _demo(out, "sweep")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(os.path.join(out, "sweep", "results.json"), encoding="utf-8") as f:
+        rows = {r["variant"]: r for r in json.load(f)}
+    assert list(rows) == ["demo", "lr0.02", "ngram1"]
+    demo = _last_metrics(os.path.join(out, "pretraining", "logs", "metrics.jsonl"), "val")
+    # The losses too: after a few steps every run may still answer the most frequent token.
+    figures = ("mlm_acc", "sop_acc", "mlm_loss", "sop_loss")
+    assert [rows["demo"][k] for k in figures] == [demo[k] for k in figures]
+    assert rows["lr0.02"]["mlm_loss"] != demo["mlm_loss"]
+    with open(os.path.join(out, "pretraining", "baselines.json"), encoding="utf-8") as f:
+        unigram = json.load(f)["validation"]["mlm_unigram_acc"]
+    with open(os.path.join(out, "sweep", "table.md"), encoding="utf-8") as f:
+        table = f.read()
+    assert table.strip() in proc.stdout
+    for name, row in rows.items():
+        run = os.path.join(out, "sweep", name)
+        last = _last_metrics(os.path.join(run, "logs", "metrics.jsonl"), "val")
+        assert [row[k] for k in figures] == [last[k] for k in figures]
+        line = next(t for t in table.splitlines() if t.startswith(f"| {name} |"))
+        assert f"| {row['mlm_acc']:.4f} |" in line and f"| {row['sop_acc']:.4f} |" in line
+        if name != "demo":
+            assert f"| {row['mlm_acc'] - rows['demo']['mlm_acc']:+.4f} |" in line
+        with open(os.path.join(run, "pretraining.log"), encoding="utf-8") as f:
+            assert f"baseline unigram MLM accuracy {unigram:.4f}" in f.read()
+        with open(os.path.join(run, "checkpoints", "run.json"), encoding="utf-8") as f:
+            spec = json.load(f)["spec"]
+        assert spec["learning_rate"] == (0.02 if name == "lr0.02" else 0.01)
+        assert spec["total_steps"] == demo["step"] and spec["seed"] == 3
+        assert all(("/sweep/ngram1/" in d) == (name == "ngram1") for d in spec["data"])
+    with open(os.path.join(out, "sweep", "ngram1", "pretraining_data", "summary.json"),
+              encoding="utf-8") as f:
+        own = json.load(f)
+    with open(os.path.join(out, "pretraining_data", "summary.json"), encoding="utf-8") as f:
+        demos = json.load(f)
+    assert own["settings"]["ngram"] == 1 and demos["settings"]["ngram"] == 3
+    assert own["validation_instances"] == demos["validation_instances"]
+    # The noise the table states is that of the held-out masked tokens, counted here apart.
+    masked = 0
+    for raw in tf.data.TFRecordDataset(demos["validation_files"]):
+        example = tf.train.Example.FromString(raw.numpy())
+        masked += sum(w > 0 for w in example.features.feature["masked_lm_weights"].float_list.value)
+    assert f"({masked} masked tokens)" in table
+    p = rows["demo"]["mlm_acc"]
+    assert f"under {2 * (2 * p * (1 - p) / masked) ** 0.5:.4f} is within noise" in table
 
 
 def test_quick_demo_pretrains_on_the_registry_and_asks_across_held_out_wordings(quick_demo):

@@ -88,3 +88,29 @@ def test_the_summary_shows_mlm_and_sop_accuracy_and_squad_f1(sample_records):
         "MLM accuracy 0.2500 SOP accuracy 0.5000"
     assert task.headline("squad", {"f1": 12.345}) == "F1 12.35"
     assert task.headline("squad", {}) == "F1 nan"
+
+
+def test_a_pretraining_no_better_than_the_most_frequent_token_learned_nothing(tmp_path):
+    """What LAMB at 0.04 did to the demo's tiny model (scripts/demo.sh sweep): held-out MLM
+    accuracy exactly the most frequent token's. The summary says so, with pretraining's rates,
+    not a fine-tune's; a run clearly above the baseline is left alone."""
+    from albert.tasks import runner
+
+    # 800 real masked tokens, half of them 5: the baseline is 0.5, two standard errors 0.035.
+    write(tmp_path / "val.tfrecord", [([5, 5, 7, 9], [1, 1, 1, 1] + [0] * (PREDS - 4))] * 200,
+          seq=SEQ, preds=PREDS)
+    task = task_of(tmp_path, val="validation")
+    task.val_files = [str(tmp_path / "val.tfrecord")]
+    for accuracy in (0.5, 0.53, 0.0):  # at the baseline, within noise, below it
+        assert task.learned_nothing({"val": {"mlm_acc": accuracy, "sop_acc": 0.5}}), accuracy
+    assert not task.learned_nothing({"val": {"mlm_acc": 0.54, "sop_acc": 0.5}})
+    assert not task.learned_nothing({})
+    flat = runner.summary(task, "done", 1000, 60, {"val": {"mlm_acc": 0.5, "sop_acc": 0.5}},
+                          None)
+    assert "baseline unigram MLM accuracy 0.5000 " in flat
+    assert ("WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
+            "--learning_rate ") in flat
+    assert "LAMB pretrains a tiny model at about 0.01" in flat and "fine-tunes at" not in flat
+    learned = runner.summary(task, "done", 1000, 60, {"val": {"mlm_acc": 0.8, "sop_acc": 0.9}},
+                             None)
+    assert "learned nothing" not in learned

@@ -147,6 +147,10 @@ class Task:
         evaluation's size: a fine-tune that ran but learned nothing (rank 0)."""
         return False
 
+    # The learning rates that usually work, for the warning of a run that learned nothing.
+    usual_rates = ("a tiny or small model fine-tunes at 1e-4 to 1e-3, base and larger at 1e-5 to "
+                   "5e-5")
+
 
 def default_rate_help(task_class) -> str:
     """--learning_rate's help in a fine-tuner that leaves the rate to the model's size."""
@@ -155,13 +159,12 @@ def default_rate_help(task_class) -> str:
             f"{task_class.learning_rate:g}, the published rate for base and larger)")
 
 
-def learned_nothing_warning(spec, steps: int) -> str:
+def learned_nothing_warning(spec, steps: int, usual_rates: str = Task.usual_rates) -> str:
     """What the closing summary says of a run that ended at its baseline, with the causes that
     usually make it so."""
     return (f"WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
             f"--learning_rate {spec.optimization.learning_rate:g} too low for this model's size "
-            f"(a tiny or small model fine-tunes at 1e-4 to 1e-3, base and larger at 1e-5 to "
-            f"5e-5) or too high, or too few updates ({steps})")
+            f"({usual_rates}) or too high, or too few updates ({steps})")
 
 
 def synthetic_inputs(micro_batch: int, seq_length: int, vocab_size: int) -> dict:

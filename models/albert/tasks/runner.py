@@ -575,7 +575,7 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
     if baseline:
         parts.append(f"baseline {baseline}")
     if spec.trains and task.learned_nothing(final):
-        parts.append(learned_nothing_warning(spec, step))
+        parts.append(learned_nothing_warning(spec, step, task.usual_rates))
     if spec.trains:
         parts.append(f"model in {os.path.join(spec.outputs.checkpoint_dir, 'final')}")
     if best and best["model"] == "best":

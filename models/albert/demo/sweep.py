@@ -1,0 +1,204 @@
+"""What each pretraining choice buys, one change at a time: scripts/demo.sh sweep.
+
+    python -m albert.demo.sweep --demo_dir demo_output --steps 1000
+
+Pretrains the demo's tiny model again once per variant, each changing one thing in the demo's
+recipe (tiny, 64 tokens, batch 32, LAMB at 0.01 with 100 warmup steps, n-gram masking up to 3,
+no dropout), for the same number of updates, and scores every run on the demo's own held-out
+records, so the figures are comparable. A variant that masks differently writes its own
+training records from the demo's corpus and vocabulary (the same held-out documents are left
+out: the split is drawn per document). Prints one row per variant (held-out MLM and SOP accuracy
+against the demo's recipe, with the noise of a difference) and writes the table to
+<demo_dir>/sweep/table.md; each run's logs are under <demo_dir>/sweep/<variant>/.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from albert.cli import flags
+from albert.cli.quiet_start import quiet_argv
+from albert.errors import FlagError
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    change: str
+    pretraining: tuple[str, ...] = ()   # extra run_pretraining flags (the last one wins)
+    records: tuple[str, ...] = ()       # extra create_pretraining_data flags: records of its own
+
+
+DROPOUT = ("--config_override", "hidden_dropout_prob=0.1", "attention_probs_dropout_prob=0.1")
+WIDE = ("--config_override", "hidden_size=256", "num_attention_heads=4", "intermediate_size=1024")
+
+VARIANTS = (
+    Variant("demo", "the demo's recipe"),
+    Variant("lr0.003", "LAMB rate 0.003", ("--learning_rate", "0.003")),
+    Variant("lr0.02", "LAMB rate 0.02", ("--learning_rate", "0.02")),
+    Variant("lr0.04", "LAMB rate 0.04", ("--learning_rate", "0.04")),
+    Variant("warmup300", "300 warmup steps", ("--warmup_steps", "300")),
+    Variant("adamw", "AdamW at 1e-3 (bias-corrected)", ("--optimizer", "adamw",
+                                                         "--learning_rate", "0.001")),
+    Variant("batch64", "batch 64: twice the sequences", ("--per_gpu_batch_size", "64")),
+    Variant("dropout0.1", "dropout 0.1", DROPOUT),
+    Variant("ngram1", "single-token masking", records=("--ngram", "1")),
+    Variant("wide", "hidden 256, 4 heads, feed-forward 1024", WIDE),
+)
+BY_NAME = {v.name: v for v in VARIANTS}
+
+
+def _records(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _run(cmd: list[str], log: str) -> None:
+    with open(log, "w", encoding="utf-8") as f:
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    if proc.returncode:
+        with open(log, encoding="utf-8") as f:
+            tail = f.read()[-2000:]
+        raise SystemExit(f"{' '.join(cmd[:3])} failed (exit {proc.returncode}); its log "
+                         f"{log} ends:\n{tail}")
+
+
+def run_variant(variant: Variant, demo_dir: str, out: str, args) -> dict:
+    """Pretrain one variant; return its last held-out figures and its seconds."""
+    py = [sys.executable, "-m"]
+    vocab = os.path.join(demo_dir, "vocab", "spiece.model")
+    shapes = ["--max_seq_length", str(args.max_seq_length),
+              "--max_predictions_per_seq", str(args.max_predictions_per_seq)]
+    train = os.path.join(demo_dir, "pretraining_data", "train")
+    run_dir = os.path.join(out, variant.name)
+    os.makedirs(run_dir, exist_ok=True)
+    started = time.monotonic()
+    if variant.records:
+        # The demo's masking and packing otherwise: shapes, copies, shards, held-out share.
+        data = os.path.join(run_dir, "pretraining_data")
+        _run([*py, "albert.create_pretraining_data", "--input",
+              os.path.join(demo_dir, "corpus.txt"), "--spm_model", vocab, "--output_dir", data,
+              *shapes, "--dupe_factor", str(args.dupe_factor), "--num_shards", "4",
+              "--validation_fraction", "0.05", "--no_progress", *variant.records],
+             os.path.join(run_dir, "records.log"))
+        train = os.path.join(data, "train")
+    _run([*py, "albert.run_pretraining", "--model_size", "tiny", "--spm_model", vocab,
+          "--filesystem_prefix", "/", "--train_dir", os.path.abspath(train),
+          "--val_dir", os.path.abspath(os.path.join(demo_dir, "pretraining_data", "validation")),
+          *shapes, "--per_gpu_batch_size", "32", "--total_steps", str(args.steps),
+          "--warmup_steps", str(args.warmup_steps), "--learning_rate", str(args.learning_rate),
+          "--seed", str(args.seed), "--log_frequency", str(max(1, args.steps // 20)),
+          "--validation_frequency", str(args.steps), "--checkpoint_frequency", "0",
+          "--no_progress", "--xla", args.xla, "--checkpoint_dir",
+          os.path.join(run_dir, "checkpoints"), "--log_dir", os.path.join(run_dir, "logs"),
+          *variant.pretraining],
+         os.path.join(run_dir, "pretraining.log"))
+    seconds = time.monotonic() - started
+    records = _records(os.path.join(run_dir, "logs", "metrics.jsonl"))
+    held_out = [r for r in records if r["split"] == "val"]
+    if not held_out:
+        raise SystemExit(f"{variant.name}: run_pretraining wrote no held-out figures to "
+                         f"{run_dir}/logs/metrics.jsonl")
+    last = held_out[-1]
+    return {"variant": variant.name, "change": variant.change, "step": last["step"],
+            "mlm_acc": last["mlm_acc"], "sop_acc": last["sop_acc"], "mlm_loss": last["mlm_loss"],
+            "sop_loss": last["sop_loss"], "seconds": round(seconds, 1)}
+
+
+def noise(accuracy: float, tokens: int) -> float:
+    """Two standard errors of a difference between two runs' accuracies on the same tokens,
+    each taken as an independent draw: what a difference must exceed to be read as one."""
+    return 2 * math.sqrt(2 * accuracy * (1 - accuracy) / tokens) if tokens else float("nan")
+
+
+def table(rows: list[dict], baselines: dict, masked_tokens: int, steps: int) -> str:
+    demo = next((r for r in rows if r["variant"] == "demo"), rows[0])
+    margin = noise(demo["mlm_acc"], masked_tokens)
+    lines = [f"{steps} updates each, scored on the demo's held-out records ({masked_tokens} "
+             f"masked tokens); the most frequent token scores "
+             f"{baselines['validation']['mlm_unigram_acc']:.4f} MLM, a coin 0.5 SOP. A "
+             f"difference in MLM accuracy under {margin:.4f} is within noise (two standard "
+             "errors).", "",
+             "| variant | what changes | held-out MLM | against the demo's | held-out SOP | "
+             "seconds |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        diff = r["mlm_acc"] - demo["mlm_acc"]
+        lines.append(f"| {r['variant']} | {r['change']} | {r['mlm_acc']:.4f} | "
+                     f"{'' if r is demo else f'{diff:+.4f}'} | {r['sop_acc']:.4f} | "
+                     f"{r['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def masked_token_count(files, max_seq_length: int, max_predictions: int) -> int:
+    # TensorFlow only here: the table's other parts need none.
+    from albert.tasks.pretraining import masked_token_counts
+
+    return sum(masked_token_counts(files, max_seq_length, max_predictions).values())
+
+
+def build_parser() -> flags.Parser:
+    p = flags.Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--demo_dir", required=True, help="the demo's output directory")
+    p.add_argument("--steps", type=int, default=1000, help="updates per variant")
+    p.add_argument("--variants", nargs="+", default=[v.name for v in VARIANTS],
+                   help=f"which variants, in order (default: all: "
+                        f"{', '.join(v.name for v in VARIANTS)})")
+    p.add_argument("--max_seq_length", type=int, default=64, help="the demo's records' shape")
+    p.add_argument("--max_predictions_per_seq", type=int, default=10,
+                   help="the demo's records' shape")
+    p.add_argument("--dupe_factor", type=int, default=5,
+                   help="masked copies of the corpus, for variants that write records")
+    p.add_argument("--learning_rate", type=float, default=0.01,
+                   help="the demo's LAMB rate, which the rate variants replace")
+    p.add_argument("--warmup_steps", type=int, default=100, help="the demo's warmup")
+    p.add_argument("--seed", type=int, default=1, help="every variant's pretraining seed")
+    p.add_argument("--xla", choices=("on", "off"), default="on", help="XLA-compile the step")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(quiet_argv(argv))  # as every tool: --verbose shows start-up
+    with flags.user_errors():
+        unknown = [v for v in args.variants if v not in BY_NAME]
+        if unknown:
+            raise FlagError(f"--variants: unknown {', '.join(unknown)}; expected some of "
+                            f"{', '.join(BY_NAME)}")
+        if args.steps <= args.warmup_steps:
+            raise FlagError(f"--steps {args.steps}: expected more than --warmup_steps "
+                            f"({args.warmup_steps})")
+        validation = os.path.join(args.demo_dir, "pretraining_data", "validation")
+        baselines_path = os.path.join(args.demo_dir, "pretraining", "baselines.json")
+        if not os.path.isdir(validation) or not os.path.isfile(baselines_path):
+            raise FlagError(f"--demo_dir {args.demo_dir}: no finished demo there (expected "
+                            f"{validation} and {baselines_path}); run scripts/demo.sh first")
+        with open(baselines_path, encoding="utf-8") as f:
+            baselines = json.load(f)
+        out = os.path.join(args.demo_dir, "sweep")
+        rows = []
+        for name in args.variants:
+            print(f"--- {name}: {BY_NAME[name].change} ({args.steps} updates)", flush=True)
+            rows.append(run_variant(BY_NAME[name], args.demo_dir, out, args))
+            print(f"    held-out MLM {rows[-1]['mlm_acc']:.4f}, SOP {rows[-1]['sop_acc']:.4f}, "
+                  f"{rows[-1]['seconds']:.0f} s", flush=True)
+        files = sorted(os.path.join(validation, n) for n in os.listdir(validation)
+                       if n.endswith(".tfrecord"))
+        text = table(rows, baselines, masked_token_count(
+            files, args.max_seq_length, args.max_predictions_per_seq), args.steps)
+        with open(os.path.join(out, "table.md"), "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
+            json.dump(rows, f, indent=1)
+        print()
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
