@@ -187,8 +187,8 @@ class PretrainingTask(Task):
         return super().headline(prefix, scores)
 
     # LAMB at 0.04 left the demo's tiny model at the most frequent token (scripts/demo.sh sweep).
-    usual_rates = ("LAMB pretrains a tiny model at about 0.01, base and larger at 0.00176 "
-                   "(ALBERT's, at batch 4096)")
+    usual_rates = ("LAMB pretrains a tiny model at about 0.01, base and larger at 0.00176, "
+                   "ALBERT's rate at batch 4096")
 
     def _unigram(self) -> tuple[float, int]:
         """(the most frequent masked token's share, masked tokens) of the validation set: read
