@@ -42,6 +42,7 @@ def test_every_variant_changes_one_thing_and_names_it():
         assert variant.change and variant.change != sweep.VARIANTS[0].change
 
 
+@pytest.mark.e2e  # the command in a process of its own
 @pytest.mark.parametrize("argv, message", [
     (["--variants", "demo", "lr9"], "--variants: unknown lr9; expected some of demo, "),
     (["--steps", "100"], "--steps 100: expected more than --warmup_steps (100)"),

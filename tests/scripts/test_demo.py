@@ -238,7 +238,8 @@ def test_quick_sweep_scores_each_choice_on_the_demos_held_out_records(quick_demo
     steps, seed and records give the same held-out figures, losses included), every row is what
     its run logged, every run was scored on the demo's held-out records (the same
     most-frequent-token baseline, the same masked tokens), the rate variant ran at its rate and
-    the masking variant trained on records of its own that hold out the same documents."""
+    the masking variant trained on records of its own written with the demo's settings but for
+    the masking, so holding out the same documents."""
     import tensorflow as tf
 
     _, out = quick_demo
@@ -278,7 +279,10 @@ def test_quick_sweep_scores_each_choice_on_the_demos_held_out_records(quick_demo
     with open(os.path.join(out, "pretraining_data", "summary.json"), encoding="utf-8") as f:
         demos = json.load(f)
     assert own["settings"]["ngram"] == 1 and demos["settings"]["ngram"] == 3
-    assert own["validation_instances"] == demos["validation_instances"]
+    # The held-out split is drawn per document from the same corpus and fraction, so the same
+    # documents are left out (its pairs differ: masking and packing share a random stream).
+    assert [k for k in own["settings"] if own["settings"][k] != demos["settings"].get(k)] == [
+        "output_dir", "ngram"]
     # The noise the table states is that of the held-out masked tokens, counted here apart.
     masked = 0
     for raw in tf.data.TFRecordDataset(demos["validation_files"]):
