@@ -37,9 +37,75 @@ def test_the_noise_shrinks_with_the_tokens_and_is_undefined_without_them():
 def test_every_variant_changes_one_thing_and_names_it():
     names = [v.name for v in sweep.VARIANTS]
     assert names[0] == "demo" and len(set(names)) == len(names)
+    assert not sweep.VARIANTS[0].own_records
     for variant in sweep.VARIANTS[1:]:
-        assert bool(variant.pretraining) != bool(variant.records), variant.name
+        kinds = [bool(variant.pretraining), bool(variant.records), variant.length_factor != 1,
+                 bool(variant.masked_share)]
+        assert sum(kinds) == 1, variant.name
+        assert variant.own_records == (not variant.pretraining), variant.name
         assert variant.change and variant.change != sweep.VARIANTS[0].change
+
+
+def test_a_variants_masked_positions_grow_with_its_length_and_masking_rate():
+    # The demo's 10 positions at 64 tokens hold its 15% (9.6 of 64): the cap binds alike.
+    assert sweep.BY_NAME["demo"].shape(64, 10) == (64, 10)
+    assert sweep.BY_NAME["ngram1"].shape(64, 10) == (64, 10)
+    assert sweep.BY_NAME["seq2x"].shape(64, 10) == (128, 20)
+    assert sweep.BY_NAME["mask0.25"].shape(64, 10) == (64, 17)
+    assert sweep.BY_NAME["mask0.4"].shape(64, 10) == (64, 27)
+    assert sweep.BY_NAME["mask0.4"].shape(64, 10)[1] >= 0.4 * 64
+
+
+def test_without_the_demos_row_no_row_is_read_against_another():
+    rows = [_row("mask0.25", 0.16), _row("seq2x", 0.18)]
+    text = sweep.table(rows, {"validation": {"mlm_unigram_acc": 0.0715}}, 15000, 1000)
+    body = [line for line in text.splitlines() if line.startswith("| mask") or
+            line.startswith("| seq")]
+    assert [line.split(" | ")[2:4] for line in body] == [["0.1600", ""], ["0.1800", ""]]
+
+
+def test_padded_held_out_records_score_the_same_tokens_the_same_way(sample_records, tmp_path):
+    """A longer variant reads the demo's held-out records padded to its shape: a model's MLM
+    and SOP figures on them equal its figures on the records as written."""
+    import numpy as np
+    from helpers import PREDS, SEQ
+
+    from albert import AlbertConfig, AlbertForPreTraining
+    from albert.data.reader import pretraining_dataset
+    from albert.tasks.losses import pretraining_loss, pretraining_metrics
+
+    files = sorted(str(p) for p in (sample_records / "validation").glob("*.tfrecord"))
+    padded = sweep.pad_records(files, str(tmp_path / "padded"), 2 * SEQ, 17)
+    assert [p.rsplit("/", 1)[1] for p in padded] == [f.rsplit("/", 1)[1] for f in files]
+    config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                          num_attention_heads=4, intermediate_size=37, num_hidden_layers=2,
+                          max_position_embeddings=2 * SEQ, hidden_dropout_prob=0.0,
+                          attention_probs_dropout_prob=0.0)
+    model = AlbertForPreTraining(config).build_for_config()
+    rng = np.random.default_rng(0)  # weights far from a fresh start, so predictions vary
+    for w in model.weights:
+        w.assign(rng.normal(scale=0.5, size=w.shape).astype(w.dtype))
+
+    def figures(paths, seq, preds):
+        totals = {}
+        for batch in pretraining_dataset(paths, 16, seq, preds, filesystem_prefix="/",
+                                         training=False):
+            assert batch["input_ids"].shape[1] == seq
+            assert batch["masked_lm_positions"].shape[1] == preds
+            _, sums = pretraining_loss(model, batch, training=False)
+            for k, v in sums.items():
+                totals[k] = totals.get(k, 0.0) + float(v)
+        return totals, pretraining_metrics(totals)
+
+    (sums, written), (padded_sums, padded_figures) = (
+        figures(files, SEQ, PREDS), figures(padded, 2 * SEQ, 17))
+    assert sums["mlm_count"] > 50 and padded_sums["mlm_count"] == sums["mlm_count"]
+    assert 0 < written["mlm_acc"] < 1 and padded_figures["mlm_acc"] == written["mlm_acc"]
+    assert padded_figures["sop_acc"] == written["sop_acc"]
+    for name in ("mlm_loss", "sop_loss"):
+        assert padded_figures[name] == pytest.approx(written[name], rel=1e-5), name
+    with pytest.raises(SystemExit, match="more than the 5 of the shape"):
+        sweep.pad_records(files, str(tmp_path / "short"), SEQ, 5)
 
 
 @pytest.mark.e2e  # the command in a process of its own

@@ -238,8 +238,9 @@ def test_quick_sweep_scores_each_choice_on_the_demos_held_out_records(quick_demo
     steps, seed and records give the same held-out figures, losses included), every row is what
     its run logged, every run was scored on the demo's held-out records (the same
     most-frequent-token baseline, the same masked tokens), the rate variant ran at its rate and
-    the masking variant trained on records of its own written with the demo's settings but for
-    the masking, so holding out the same documents."""
+    the longer variant trained on records of its own written with the demo's settings but for
+    the shape, so holding out the same documents, and was scored on the demo's held-out records
+    padded to its shape."""
     import tensorflow as tf
 
     _, out = quick_demo
@@ -247,7 +248,7 @@ def test_quick_sweep_scores_each_choice_on_the_demos_held_out_records(quick_demo
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(os.path.join(out, "sweep", "results.json"), encoding="utf-8") as f:
         rows = {r["variant"]: r for r in json.load(f)}
-    assert list(rows) == ["demo", "lr0.02", "ngram1"]
+    assert list(rows) == ["demo", "lr0.02", "seq2x"]
     demo = _last_metrics(os.path.join(out, "pretraining", "logs", "metrics.jsonl"), "val")
     # The losses too: after a few steps every run may still answer the most frequent token.
     figures = ("mlm_acc", "sop_acc", "mlm_loss", "sop_loss")
@@ -272,17 +273,33 @@ def test_quick_sweep_scores_each_choice_on_the_demos_held_out_records(quick_demo
             spec = json.load(f)["spec"]
         assert spec["learning_rate"] == (0.02 if name == "lr0.02" else 0.01)
         assert spec["total_steps"] == demo["step"] and spec["seed"] == 3
-        assert all(("/sweep/ngram1/" in d) == (name == "ngram1") for d in spec["data"])
-    with open(os.path.join(out, "sweep", "ngram1", "pretraining_data", "summary.json"),
+        assert all(("/sweep/seq2x/" in d) == (name == "seq2x") for d in spec["data"])
+        assert spec["model_config"]["max_position_embeddings"] >= 128
+    with open(os.path.join(out, "sweep", "seq2x", "pretraining_data", "summary.json"),
               encoding="utf-8") as f:
         own = json.load(f)
     with open(os.path.join(out, "pretraining_data", "summary.json"), encoding="utf-8") as f:
         demos = json.load(f)
-    assert own["settings"]["ngram"] == 1 and demos["settings"]["ngram"] == 3
+    assert (own["settings"]["max_seq_length"], own["settings"]["max_predictions_per_seq"]) == (
+        2 * demos["settings"]["max_seq_length"], 2 * demos["settings"]["max_predictions_per_seq"])
     # The held-out split is drawn per document from the same corpus and fraction, so the same
-    # documents are left out (its pairs differ: masking and packing share a random stream).
+    # documents are left out (its pairs differ: packing to another length makes other pairs).
     assert [k for k in own["settings"] if own["settings"][k] != demos["settings"].get(k)] == [
-        "output_dir", "ngram"]
+        "output_dir", "max_seq_length", "max_predictions_per_seq"]
+    # Scored on the demo's held-out records, padded to the variant's shape, record for record.
+    with open(os.path.join(out, "sweep", "seq2x", "checkpoints", "run.json"),
+              encoding="utf-8") as f:
+        command = json.load(f)["command"]
+    padded = command[command.index("--val_dir") + 1]
+    assert padded.endswith("/sweep/seq2x/demo_validation_padded")
+    assert command[command.index("--max_seq_length") + 1] == str(
+        own["settings"]["max_seq_length"])
+    assert sorted(os.listdir(padded)) == sorted(os.path.basename(p)
+                                                for p in demos["validation_files"])
+    for name in os.listdir(padded):
+        assert (sum(1 for _ in tf.data.TFRecordDataset(os.path.join(padded, name)))
+                == sum(1 for _ in tf.data.TFRecordDataset(os.path.join(
+                    out, "pretraining_data", "validation", name))))
     # The noise the table states is that of the held-out masked tokens, counted here apart.
     masked = 0
     for raw in tf.data.TFRecordDataset(demos["validation_files"]):

@@ -5,9 +5,12 @@
 Pretrains the demo's tiny model again once per variant, each changing one thing in the demo's
 recipe (tiny, 64 tokens, batch 32, LAMB at 0.01 with 100 warmup steps, n-gram masking up to 3,
 no dropout), for the same number of updates, and scores every run on the demo's own held-out
-records, so the figures are comparable. A variant that masks differently writes its own
+records, so the figures are comparable. A variant that masks or packs differently writes its own
 training records from the demo's corpus and vocabulary (the same held-out documents are left
-out: the split is drawn per document). Prints one row per variant (held-out MLM and SOP accuracy
+out: the split is drawn per document). One whose records are longer, or hold more masked
+positions, reads the demo's held-out records padded to its shape: the padding is masked out of
+attention and weighs nothing in the scores, so every run answers the same masked tokens in the
+same contexts. Prints one row per variant (held-out MLM and SOP accuracy
 against the demo's recipe, with the noise of a difference) and writes the table to
 <demo_dir>/sweep/table.md; each run's logs are under <demo_dir>/sweep/<variant>/.
 """
@@ -26,6 +29,8 @@ from albert.cli import flags
 from albert.cli.quiet_start import quiet_argv
 from albert.errors import FlagError
 
+DEMO_MASKED_SHARE = 0.15   # create_pretraining_data's --masked_lm_prob, which the demo keeps
+
 
 @dataclass(frozen=True)
 class Variant:
@@ -33,6 +38,20 @@ class Variant:
     change: str
     pretraining: tuple[str, ...] = ()   # extra run_pretraining flags (the last one wins)
     records: tuple[str, ...] = ()       # extra create_pretraining_data flags: records of its own
+    length_factor: int = 1              # sequences this many times the demo's: records of its own
+    masked_share: float = 0.0           # a masking rate other than the demo's: records of its own
+
+    def shape(self, max_seq_length: int, max_predictions: int) -> tuple[int, int]:
+        """(sequence length, masked positions) of this variant's records, from the demo's: the
+        positions grow with the length and the masking rate, so the cap binds as the demo's
+        does."""
+        share = self.masked_share or DEMO_MASKED_SHARE
+        scale = self.length_factor * share / DEMO_MASKED_SHARE
+        return max_seq_length * self.length_factor, math.ceil(round(max_predictions * scale, 6))
+
+    @property
+    def own_records(self) -> bool:
+        return bool(self.records) or self.length_factor != 1 or bool(self.masked_share)
 
 
 DROPOUT = ("--config_override", "hidden_dropout_prob=0.1", "attention_probs_dropout_prob=0.1")
@@ -50,6 +69,9 @@ VARIANTS = (
     Variant("dropout0.1", "dropout 0.1", DROPOUT),
     Variant("ngram1", "single-token masking", records=("--ngram", "1")),
     Variant("wide", "hidden 256, 4 heads, feed-forward 1024", WIDE),
+    Variant("mask0.25", "25% of the tokens masked", masked_share=0.25),
+    Variant("mask0.4", "40% of the tokens masked", masked_share=0.4),
+    Variant("seq2x", "sequences twice as long: twice the tokens per update", length_factor=2),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 
@@ -69,28 +91,65 @@ def _run(cmd: list[str], log: str) -> None:
                          f"{log} ends:\n{tail}")
 
 
+def pad_records(files: list[str], out_dir: str, max_seq_length: int,
+                max_predictions: int) -> list[str]:
+    """Copies of pretraining records padded with zeros to a larger shape: padded tokens have
+    input_mask 0 (no token attends to them) and padded masked positions weight 0, so a model
+    scores exactly the tokens it scored before, in the same contexts."""
+    import tensorflow as tf  # TensorFlow only here: the table's other parts need none
+
+    widths = {"input_ids": max_seq_length, "input_mask": max_seq_length,
+              "segment_ids": max_seq_length, "masked_lm_positions": max_predictions,
+              "masked_lm_ids": max_predictions, "masked_lm_weights": max_predictions}
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for path in files:
+        target = os.path.join(out_dir, os.path.basename(path))
+        with tf.io.TFRecordWriter(target) as writer:
+            for raw in tf.data.TFRecordDataset(path):
+                example = tf.train.Example.FromString(raw.numpy())
+                for name, width in widths.items():
+                    feature = example.features.feature[name]
+                    values = (feature.float_list if name == "masked_lm_weights"
+                              else feature.int64_list).value
+                    if len(values) > width:
+                        raise SystemExit(f"{path}: {name} holds {len(values)} values, more than "
+                                         f"the {width} of the shape it is padded to")
+                    values.extend([0] * (width - len(values)))
+                writer.write(example.SerializeToString())
+        written.append(target)
+    return written
+
+
 def run_variant(variant: Variant, demo_dir: str, out: str, args) -> dict:
     """Pretrain one variant; return its last held-out figures and its seconds."""
     py = [sys.executable, "-m"]
     vocab = os.path.join(demo_dir, "vocab", "spiece.model")
-    shapes = ["--max_seq_length", str(args.max_seq_length),
-              "--max_predictions_per_seq", str(args.max_predictions_per_seq)]
+    seq, predictions = variant.shape(args.max_seq_length, args.max_predictions_per_seq)
+    shapes = ["--max_seq_length", str(seq), "--max_predictions_per_seq", str(predictions)]
     train = os.path.join(demo_dir, "pretraining_data", "train")
+    validation = os.path.join(demo_dir, "pretraining_data", "validation")
     run_dir = os.path.join(out, variant.name)
     os.makedirs(run_dir, exist_ok=True)
     started = time.monotonic()
-    if variant.records:
-        # The demo's masking and packing otherwise: shapes, copies, shards, held-out share.
+    if variant.own_records:
+        # The demo's masking and packing otherwise: copies, shards, held-out share.
         data = os.path.join(run_dir, "pretraining_data")
+        share = (["--masked_lm_prob", str(variant.masked_share)] if variant.masked_share else [])
         _run([*py, "albert.create_pretraining_data", "--input",
               os.path.join(demo_dir, "corpus.txt"), "--spm_model", vocab, "--output_dir", data,
               *shapes, "--dupe_factor", str(args.dupe_factor), "--num_shards", "4",
-              "--validation_fraction", "0.05", "--no_progress", *variant.records],
+              "--validation_fraction", "0.05", "--no_progress", *share, *variant.records],
              os.path.join(run_dir, "records.log"))
         train = os.path.join(data, "train")
+    if (seq, predictions) != (args.max_seq_length, args.max_predictions_per_seq):
+        demo_files = sorted(os.path.join(validation, n) for n in os.listdir(validation)
+                            if n.endswith(".tfrecord"))
+        validation = os.path.join(run_dir, "demo_validation_padded")
+        pad_records(demo_files, validation, seq, predictions)
     _run([*py, "albert.run_pretraining", "--model_size", "tiny", "--spm_model", vocab,
           "--filesystem_prefix", "/", "--train_dir", os.path.abspath(train),
-          "--val_dir", os.path.abspath(os.path.join(demo_dir, "pretraining_data", "validation")),
+          "--val_dir", os.path.abspath(validation),
           *shapes, "--per_gpu_batch_size", "32", "--total_steps", str(args.steps),
           "--warmup_steps", str(args.warmup_steps), "--learning_rate", str(args.learning_rate),
           "--seed", str(args.seed), "--log_frequency", str(max(1, args.steps // 20)),
@@ -118,8 +177,9 @@ def noise(accuracy: float, tokens: int) -> float:
 
 
 def table(rows: list[dict], baselines: dict, masked_tokens: int, steps: int) -> str:
-    demo = next((r for r in rows if r["variant"] == "demo"), rows[0])
-    margin = noise(demo["mlm_acc"], masked_tokens)
+    # Without the demo's own row there is nothing to read a row against: no differences.
+    demo = next((r for r in rows if r["variant"] == "demo"), None)
+    margin = noise((demo or rows[0])["mlm_acc"], masked_tokens)
     lines = [f"{steps} updates each, scored on the demo's held-out records ({masked_tokens} "
              f"masked tokens); the most frequent token scores "
              f"{baselines['validation']['mlm_unigram_acc']:.4f} MLM, a coin 0.5 SOP. A "
@@ -129,9 +189,10 @@ def table(rows: list[dict], baselines: dict, masked_tokens: int, steps: int) -> 
              "seconds |",
              "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        diff = r["mlm_acc"] - demo["mlm_acc"]
+        diff = r["mlm_acc"] - (demo or r)["mlm_acc"]
         lines.append(f"| {r['variant']} | {r['change']} | {r['mlm_acc']:.4f} | "
-                     f"{'' if r is demo else f'{diff:+.4f}'} | {r['sop_acc']:.4f} | "
+                     f"{'' if demo is None or r is demo else f'{diff:+.4f}'} | "
+                     f"{r['sop_acc']:.4f} | "
                      f"{r['seconds']:.0f} |")
     return "\n".join(lines)
 
