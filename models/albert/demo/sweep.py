@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -130,7 +131,10 @@ def run_variant(variant: Variant, demo_dir: str, out: str, args) -> dict:
     train = os.path.join(demo_dir, "pretraining_data", "train")
     validation = os.path.join(demo_dir, "pretraining_data", "validation")
     run_dir = os.path.join(out, variant.name)
-    os.makedirs(run_dir, exist_ok=True)
+    # Each sweep runs its variants afresh: an earlier run's records or finished checkpoint would
+    # otherwise be refused, or taken as this run's.
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
     started = time.monotonic()
     if variant.own_records:
         # The demo's masking and packing otherwise: copies, shards, held-out share.
