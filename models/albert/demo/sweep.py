@@ -82,6 +82,12 @@ def _records(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def tfrecords(directory: str) -> list[str]:
+    """The record files create_pretraining_data wrote to one split's directory, in order."""
+    return sorted(os.path.join(directory, n) for n in os.listdir(directory)
+                  if n.endswith(".tfrecord"))
+
+
 def _run(cmd: list[str], log: str) -> None:
     with open(log, "w", encoding="utf-8") as f:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
@@ -147,10 +153,9 @@ def run_variant(variant: Variant, demo_dir: str, out: str, args) -> dict:
              os.path.join(run_dir, "records.log"))
         train = os.path.join(data, "train")
     if (seq, predictions) != (args.max_seq_length, args.max_predictions_per_seq):
-        demo_files = sorted(os.path.join(validation, n) for n in os.listdir(validation)
-                            if n.endswith(".tfrecord"))
-        validation = os.path.join(run_dir, "demo_validation_padded")
-        pad_records(demo_files, validation, seq, predictions)
+        padded = os.path.join(run_dir, "demo_validation_padded")
+        pad_records(tfrecords(validation), padded, seq, predictions)
+        validation = padded
     _run([*py, "albert.run_pretraining", "--model_size", "tiny", "--spm_model", vocab,
           "--filesystem_prefix", "/", "--train_dir", os.path.abspath(train),
           "--val_dir", os.path.abspath(validation),
@@ -252,10 +257,8 @@ def main(argv=None) -> int:
             rows.append(run_variant(BY_NAME[name], args.demo_dir, out, args))
             print(f"    held-out MLM {rows[-1]['mlm_acc']:.4f}, SOP {rows[-1]['sop_acc']:.4f}, "
                   f"{rows[-1]['seconds']:.0f} s", flush=True)
-        files = sorted(os.path.join(validation, n) for n in os.listdir(validation)
-                       if n.endswith(".tfrecord"))
         text = table(rows, baselines, masked_token_count(
-            files, args.max_seq_length, args.max_predictions_per_seq), args.steps)
+            tfrecords(validation), args.max_seq_length, args.max_predictions_per_seq), args.steps)
         with open(os.path.join(out, "table.md"), "w", encoding="utf-8") as f:
             f.write(text + "\n")
         with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
