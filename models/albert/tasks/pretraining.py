@@ -186,9 +186,11 @@ class PretrainingTask(Task):
             return f"F1 {scores.get('f1', float('nan')):.2f}"
         return super().headline(prefix, scores)
 
-    # LAMB at 0.04 left the demo's tiny model at the most frequent token (scripts/demo.sh sweep).
-    usual_rates = ("LAMB pretrains a tiny model at about 0.01, base and larger at 0.00176, "
-                   "ALBERT's rate at batch 4096")
+    # LAMB at 0.04 left the demo's tiny model at the most frequent token (scripts/demo.sh sweep);
+    # 0.01 held for 12,000 updates on real text grew the weights tenfold and learned less than
+    # 3,000 did, where 0.003 did better (docs/demo.md).
+    usual_rates = ("LAMB pretrains a tiny model at about 0.01 over a few thousand updates, 0.003 "
+                   "over more, base and larger at 0.00176, ALBERT's rate at batch 4096")
 
     def _unigram(self) -> tuple[float, int]:
         """(the most frequent masked token's share, masked tokens) of the validation set: read
