@@ -197,6 +197,31 @@ def test_clear_errors(overrides, message, sample_records, sample_vocab, tmp_path
 
 
 @pytest.mark.e2e
+def test_a_diverging_rate_ends_the_run_with_one_line_and_its_advice_works(sample_records,
+                                                                           sample_vocab, tmp_path):
+    # Before, a run whose gradients overflowed skipped every later update and turned over its
+    # data forever at the same step. LAMB at 1e30 overflows at the second update on any CPU.
+    argv = base_args(sample_records, sample_vocab, tmp_path, **{
+        "--learning_rate": "1e30", "--total_steps": "50", "--checkpoint_frequency": "1"})
+    proc = run_cli(argv, check=False, timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    error = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(error) == 1 and error[0].startswith(
+        "error: training diverged at update 2: its gradients are not finite"), proc.stderr[-2000:]
+    # The rate decays linearly over the 50 updates: 1e30 x 49/50 at the second.
+    assert "(it was 9.8e+29 at this update)" in error[0], error[0]
+    assert "lower --learning_rate" in error[0]
+    assert error[0].endswith("the checkpoint at step 1 holds the run before it.")
+    assert not (tmp_path / "ckpt" / "final").exists()
+    # What the line says to do: a lower rate over the same directory.
+    fixed = base_args(sample_records, sample_vocab, tmp_path, **{
+        "--total_steps": "3", "--overwrite_checkpoint_dir": None})
+    ok = run_cli(fixed)
+    assert "train step 3 " in ok.stdout and (tmp_path / "ckpt" / "final").is_dir()
+
+
+@pytest.mark.e2e
 def test_checkpoint_from_a_different_config(sample_records, sample_vocab, tmp_path):
     run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "1"}))
     proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{

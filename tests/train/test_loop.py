@@ -13,15 +13,17 @@ import tensorflow as tf
 from albert.errors import DataError, FlagError
 from albert.train.distributed import Distributed
 from albert.train.evaluation import Evaluation
-from albert.train.loop import StopSignal, fit
+from albert.train.loop import DivergedError, StopSignal, fit
 
 
 class FakeTrainer:
     """What fit reads of a Trainer; `skip` lists the calls whose update is skipped (an fp16
-    overflow: the step does not advance)."""
+    overflow: the step does not advance), `diverge` those whose skip the trainer reports as
+    divergence (not finite at loss scale 1)."""
 
-    def __init__(self, step=0, skip=(), on_call=None):
+    def __init__(self, step=0, skip=(), on_call=None, diverge=()):
         self.step, self.calls, self.skip, self.on_call = step, 0, set(skip), on_call
+        self.diverge = set(diverge)
         self.dist = Distributed()
         self.loss_scale, self.grad_norm, self.skipped = 1.0, 0.5, 0
 
@@ -34,7 +36,7 @@ class FakeTrainer:
             self.step += 1
         if self.on_call:
             self.on_call(self.calls)
-        return {"learning_rate": 0.01}
+        return {"learning_rate": 0.01, "diverged": self.calls in self.diverge}
 
     def pop_sums(self):
         return {"loss": 1.0}
@@ -110,6 +112,22 @@ def test_a_skipped_update_is_retried_and_logs_nothing():
     _, saves, logs = run(trainer, total_steps=6)
     assert trainer.step == 6 and trainer.calls == 7
     assert [s for p, s, _ in logs] == [3, 6] and logs[0][2]["skipped_updates"] == 1
+
+
+def test_a_diverged_update_stops_the_run_at_once_naming_the_rate_and_saves_nothing_more():
+    trainer, saves = FakeTrainer(skip={7}, diverge={7}), Saves()
+    with pytest.raises(DivergedError) as raised:
+        fit(trainer, batches(), total_steps=10, checkpoints=saves, metrics=Logs(),
+            metrics_fn=dict, sequences_per_update=8, checkpoint_frequency=4, progress=False)
+    assert trainer.calls == 7 and saves == [4]  # not retried; the diverged weights not kept
+    message = str(raised.value)
+    assert message.startswith("training diverged at update 7: its gradients are not finite")
+    assert "(it was 0.01 at this update)" in message and "lower --learning_rate" in message
+    assert "--overwrite_checkpoint_dir" in message
+    assert message.endswith("the checkpoint at step 4 holds the run before it.")
+    # Before any checkpoint, it says so.
+    with pytest.raises(DivergedError, match="no checkpoint was saved"):
+        run(FakeTrainer(skip={2}, diverge={2}))
 
 
 def test_a_resumed_run_continues_from_its_step_and_a_finished_one_does_nothing():

@@ -35,6 +35,21 @@ def test_fp16_loss_scale_grows_after_interval(batches):
     assert float(trainer.loss_scale) == 8.0
 
 
+@pytest.mark.parametrize("precision, skips_before", [("fp32", 0), ("fp16", 2)])
+def test_an_update_not_finite_at_loss_scale_1_is_reported_diverged(batches, precision,
+                                                                    skips_before):
+    # LAMB's step is the rate times the weights' norm: at 1e30 the first update lands the weights
+    # near 1e30, and the next forward pass overflows. Without loss scaling that is divergence at
+    # once; under fp16 only once the scale (here 4) has halved to 1 and the update still overflows.
+    trainer = make_trainer(precision, lr=1e30, initial_loss_scale=4.0)
+    first = trainer.train_step(batches[0])
+    assert bool(first["applied"]) and not bool(first["diverged"])
+    results = [trainer.train_step(b) for b in batches[1:2 + skips_before]]
+    assert [bool(r["applied"]) for r in results] == [False] * (1 + skips_before)
+    assert [bool(r["diverged"]) for r in results] == [False] * skips_before + [True]
+    assert float(trainer.loss_scale) == 1.0 and int(trainer.step) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("precision", ["bf16", "fp32"])
 def test_xla_paths_train(batches, precision):

@@ -15,6 +15,26 @@ from albert.errors import DataError, FlagError
 logger = logging.getLogger("albert.train.loop")
 
 
+class DivergedError(FlagError):
+    """The gradients stopped being finite (at loss scale 1): the learning rate is too high for
+    the model and batch. Without this stop every later update is skipped and the run turns
+    over its data forever without advancing."""
+
+
+def diverged(trainer, step: int, learning_rate: float, last_saved: int) -> DivergedError:
+    """The one line that ends a diverged run: where, the weights' size, what to change, and what
+    was kept."""
+    scale = " even at loss scale 1" if getattr(trainer, "loss_scaling", False) else ""
+    kept = (f"the checkpoint at step {last_saved} holds the run before it" if last_saved
+            else "no checkpoint was saved")
+    return DivergedError(
+        f"training diverged at update {step + 1}: its gradients are not finite (inf or NaN){scale}"
+        f", and the weights' norm is {trainer.weight_norm():.3g}. The learning rate is too high "
+        f"for this model and batch (it was {learning_rate:.3g} at this update): start again with "
+        f"a lower --learning_rate (or a longer warmup), with --overwrite_checkpoint_dir or a new "
+        f"--checkpoint_dir; {kept}.")
+
+
 class StopSignal:
     """Turns SIGTERM (spot interruption, SageMaker stop) into a flag the loop checks between steps,
     so the run saves a checkpoint and exits cleanly instead of dying mid-update."""
@@ -85,6 +105,9 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
                 window_time += time.time() - started
                 window_updates += 1
             advanced = new_step > step
+            if not advanced and bool(result.get("diverged", False)):
+                bar.close()
+                raise diverged(trainer, step, float(result["learning_rate"]), last_saved)
             step = new_step
             bar.update(1 if advanced else 0)
             if advanced and step % log_frequency == 0:

@@ -12,7 +12,9 @@ Dynamic loss scaling runs whenever gradients pass through fp16: under --precisio
 under bf16/fp32 with --fp16_allreduce (Horovod has no bfloat16 allreduce, and unscaled gradients
 below ~6e-5 lose precision in fp16 and below ~6e-8 vanish). An update with any inf/NaN gradient is
 skipped (counted; `step`, which drives the learning-rate schedule, does not advance) and the scale
-halves; after `growth_interval` finite updates in a row it doubles.
+halves; after `growth_interval` finite updates in a row it doubles. A gradient that is not finite
+at loss scale 1 (always the scale without loss scaling) cannot be rescued by a smaller scale: the
+model has diverged, and the update says so (`diverged`) for the loop to stop the run.
 
 Dropout masks are drawn from a key of (seed, rank, update attempt, micro-batch) (see
 albert.model.dropout): a resumed run draws the same masks as the straight run, and with
@@ -143,6 +145,7 @@ class Trainer:
         if self.max_grad_norm > 0:
             grads, _ = tf.clip_by_global_norm(grads, self.max_grad_norm, use_norm=grad_norm)
         lr = self.schedule(self.step)
+        diverged = tf.logical_and(tf.logical_not(finite), self.loss_scale <= 1.0)
 
         def apply():
             self.optimizer.apply(grads, self.variables, lr)
@@ -160,7 +163,7 @@ class Trainer:
         for k in self.metric_names:
             self.sums[k].assign_add(tf.cast(sums[k], tf.float32))
         self.grad_norm.assign(tf.where(finite, grad_norm, -1.0))
-        return {"applied": applied, "learning_rate": lr}
+        return {"applied": applied, "learning_rate": lr, "diverged": diverged}
 
     def _update_loss_scale(self, finite):
         def grow():
