@@ -221,6 +221,28 @@ def test_a_diverging_rate_ends_the_run_with_one_line_and_its_advice_works(sample
     assert "train step 3 " in ok.stdout and (tmp_path / "ckpt" / "final").is_dir()
 
 
+@pytest.mark.horovod
+def test_horovod_a_diverging_rate_stops_every_rank_at_the_same_update(sample_records,
+                                                                      sample_vocab, tmp_path):
+    # The finite check comes after the allreduce: every rank sees the same gradients, so every
+    # rank stops at the same update and none waits in a collective for the others (the 300 s
+    # timeout would catch a hang).
+    argv = base_args(sample_records, sample_vocab, tmp_path, **{
+        "--learning_rate": "1e30", "--total_steps": "50", "--per_gpu_batch_size": "4"})
+    proc = subprocess.run([HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2", sys.executable,
+                           "-m", "albert.run_pretraining", *argv], capture_output=True,
+                          text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    # The first rank to stop ends with the one line and exit status 2; horovodrun then ends the
+    # other, if it has not stopped by itself, and adds its own traceback about a failed worker.
+    # No rank prints one.
+    assert "exit with status code 2." in out, out[-3000:]
+    assert "error: training diverged at update 2:" in out, out[-3000:]
+    for rank in (0, 1):
+        assert f"[{rank}]<stderr>:Traceback" not in out, out[-3000:]
+
+
 @pytest.mark.e2e
 def test_checkpoint_from_a_different_config(sample_records, sample_vocab, tmp_path):
     run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "1"}))
