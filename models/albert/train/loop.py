@@ -29,10 +29,10 @@ def diverged(trainer, step: int, learning_rate: float, last_saved: int) -> Diver
             else "no checkpoint was saved")
     return DivergedError(
         f"training diverged at update {step + 1}: its gradients are not finite (inf or NaN){scale}"
-        f", and the weights' norm is {trainer.weight_norm():.3g}. The learning rate is too high "
-        f"for this model and batch (it was {learning_rate:.3g} at this update): start again with "
-        f"a lower --learning_rate (or a longer warmup), with --overwrite_checkpoint_dir or a new "
-        f"--checkpoint_dir; {kept}.")
+        f", and the weights' norm is {trainer.weight_norm():.3g}. The learning rate is most "
+        f"likely too high for this model and batch (it was {learning_rate:.3g} at this update): "
+        f"start again with a lower --learning_rate (or a longer warmup), with "
+        f"--overwrite_checkpoint_dir or a new --checkpoint_dir; {kept}.")
 
 
 class StopSignal:
