@@ -199,8 +199,9 @@ def test_clear_errors(overrides, message, sample_records, sample_vocab, tmp_path
 @pytest.mark.e2e
 def test_a_diverging_rate_ends_the_run_with_one_line_and_its_advice_works(sample_records,
                                                                            sample_vocab, tmp_path):
-    # Before, a run whose gradients overflowed skipped every later update and turned over its
-    # data forever at the same step. LAMB at 1e30 overflows at the second update on any CPU.
+    # Without the stop, a run whose gradients overflow skips every later update and turns over
+    # its data at the same step without end. LAMB at 1e30 overflows at the second update on any
+    # CPU.
     argv = base_args(sample_records, sample_vocab, tmp_path, **{
         "--learning_rate": "1e30", "--total_steps": "50", "--checkpoint_frequency": "1"})
     proc = run_cli(argv, check=False, timeout=120)
