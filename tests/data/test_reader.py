@@ -30,6 +30,17 @@ def test_batches_have_model_names_and_shapes(sample_records):
     assert batch["sop_labels"].shape == (8,)
 
 
+def test_pipelines_start_no_autotuning_thread(sample_records):
+    """Deleting an iterator waits for tf.data's autotuning thread, which can sleep up to a
+    minute (a fine-tune stalled that long as its training stream went): the training stream
+    and the validation pass run without one, and batch as before."""
+    for training in (True, False):
+        ds = pretraining_dataset("train", 8, SEQ, PREDS, filesystem_prefix=str(sample_records),
+                                 training=training)
+        assert ds.options().autotune.enabled is False
+        assert next(iter(ds))["input_ids"].shape == (8, SEQ)
+
+
 def test_ranks_read_disjoint_files(sample_records):
     def ids(rank):
         ds = pretraining_dataset("train/*", 4, SEQ, PREDS, filesystem_prefix=str(sample_records),

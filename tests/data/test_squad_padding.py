@@ -232,6 +232,19 @@ def test_saved_iterator_and_replay_continue_exactly(cache, padding, tmp_path):
     assert same(replayed, straight[5:])
 
 
+@pytest.mark.parametrize("padding", ["batch", "max"])
+def test_training_and_prediction_start_no_autotuning_thread(cache, padding):
+    """Deleting an iterator waits for tf.data's autotuning thread, which can sleep up to a
+    minute: a fine-tune stalled that long as its training stream went, in 5 of 20 runs."""
+    _, _, train = cache["train"]
+    _, _, dev = cache["dev"]
+    stream = squad.training_batches(train, 4, 2, SEQ, seed=7, padding=padding, bucket=BUCKET,
+                                    window=4)
+    batches = squad.prediction_batches(dev, 8, SEQ, padding, BUCKET)
+    for ds in (stream, batches):
+        assert ds.options().autotune.enabled is False
+
+
 # -- the measurement ----------------------------------------------------------------------------
 
 

@@ -106,3 +106,21 @@ def test_setup_returns_the_labels_the_training_file_settles_and_leaves_the_spec(
                                                     labels=("neg", "pos"))}
     assert task.spec is before and task.label_names == ("neg", "pos")
     assert before.replace(**settled).options.identity()["labels"] == ["neg", "pos"]
+
+
+def test_the_training_stream_starts_no_autotuning_thread(tmp_path, sample_vocab):
+    """Deleting an iterator waits for tf.data's autotuning thread, which can sleep up to a
+    minute: a fine-tune stalled that long as its training stream went."""
+    from albert.data.tokenization import load_tokenizer
+    from albert.train.batch_plan import BatchPlan
+    from albert.train.distributed import Distributed
+
+    task = task_of(tmp_path, sample_vocab, max_seq_length=16)
+    rows = ["sentence\tlabel", "a good film\tpos", "a bad film\tneg", "fine\tpos"]
+    (tmp_path / "train.tsv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "dev.tsv").write_text("\n".join(rows[:3]) + "\n")
+    task.spec = task.spec.replace(**task.setup(Distributed(), load_tokenizer(sample_vocab)))
+    plan = BatchPlan(ranks=1, micro_batch=2, accumulation=1)
+    stream = task.training_data(plan, 0, Distributed())
+    assert stream.options().autotune.enabled is False
+    assert next(iter(stream))["input_ids"].shape[:2] == (1, 2)

@@ -479,6 +479,8 @@ def prediction_batches(prefix: str, batch_size: int, max_seq_length: int,
     depend on the padding (the model masks it); keep each window's own (real_logits)."""
     import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
+    from albert.data.reader import without_autotuner  # imports TensorFlow, as this function does
+
     records, parse = feature_dataset(prefix, max_seq_length, padding, bucket)
     shard = records.shard(size, rank)
     if padding == "max":
@@ -490,7 +492,7 @@ def prediction_batches(prefix: str, batch_size: int, max_seq_length: int,
 
         batches = shard.group_by_window(key, lambda _, group: group.batch(batch_size),
                                         window_size=batch_size)
-    return batches.map(parse).prefetch(tf.data.AUTOTUNE)
+    return without_autotuner(batches.map(parse).prefetch(tf.data.AUTOTUNE))
 
 
 def real_logits(feature_index, attention_mask, start_logits, end_logits) -> dict:
@@ -536,7 +538,10 @@ def training_batches(records, micro_batch: int, accumulation: int, max_seq_lengt
     tf.data iterator over it saves and restores (tf.train.Checkpoint) and continues exactly."""
     import tensorflow as tf  # tf.data only: run_squad and answer start without TensorFlow
 
-    from albert.data.reader import resumable_skip  # imports TensorFlow, as this function does
+    from albert.data.reader import (  # imports TensorFlow, as this function does
+        resumable_skip,
+        without_autotuner,
+    )
 
     _check_padding(padding, bucket)
     for name, value in (("micro_batch", micro_batch), ("accumulation", accumulation),
@@ -549,10 +554,11 @@ def training_batches(records, micro_batch: int, accumulation: int, max_seq_lengt
     stream = (records.shard(size, rank)
               .shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat())
     if padding == "max":
-        return (resumable_skip(stream, skip_records).batch(micro_batch, drop_remainder=True)
-                .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
-                .batch(accumulation, drop_remainder=True)
-                .prefetch(tf.data.AUTOTUNE))
+        return without_autotuner(
+            resumable_skip(stream, skip_records).batch(micro_batch, drop_remainder=True)
+            .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(accumulation, drop_remainder=True)
+            .prefetch(tf.data.AUTOTUNE))
 
     per_update = micro_batch * accumulation
     updates = -(-int(skip_records) // per_update)
@@ -578,9 +584,9 @@ def training_batches(records, micro_batch: int, accumulation: int, max_seq_lengt
                 .enumerate(start=windows_done)
                 .map(arrange)
                 .unbatch())
-    return (resumable_skip(arranged, updates_into_window)
-            .map(update, num_parallel_calls=tf.data.AUTOTUNE)
-            .prefetch(tf.data.AUTOTUNE))
+    return without_autotuner(resumable_skip(arranged, updates_into_window)
+                             .map(update, num_parallel_calls=tf.data.AUTOTUNE)
+                             .prefetch(tf.data.AUTOTUNE))
 
 
 # -- answers from logits ----------------------------------------------------------------------

@@ -242,7 +242,7 @@ class ClassifierTask(Task):
         # TensorFlow: see the note at the top.
         import tensorflow as tf
 
-        from albert.data.reader import resumable_skip
+        from albert.data.reader import resumable_skip, without_autotuner
 
         o = self.spec.options
         records, parse = data.feature_dataset(self.train_prefix, self.regression,
@@ -260,10 +260,10 @@ class ClassifierTask(Task):
         shuffled = (records.shard(dist.size, dist.rank)
                     .shuffle(10_000, seed=self.spec.execution.seed,
                              reshuffle_each_iteration=True).repeat())
-        return (resumable_skip(shuffled, skip_records)
-                .batch(accum * batch_size, drop_remainder=True)
-                .map(micro_batches, num_parallel_calls=tf.data.AUTOTUNE)
-                .prefetch(tf.data.AUTOTUNE))
+        return without_autotuner(resumable_skip(shuffled, skip_records)
+                                 .batch(accum * batch_size, drop_remainder=True)
+                                 .map(micro_batches, num_parallel_calls=tf.data.AUTOTUNE)
+                                 .prefetch(tf.data.AUTOTUNE))
 
     # -- evaluation -----------------------------------------------------------------------------
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
@@ -330,11 +330,13 @@ def predict(model, prefix, spec, dist, xla: bool, regression: bool):
     each rank runs its share of the features, then all shares are gathered."""
     import tensorflow as tf  # see the note at the top
 
+    from albert.data.reader import without_autotuner
+
     o = spec.options
     records, parse = data.feature_dataset(prefix, regression, o.max_seq_length, o.padding,
                                           o.pad_to_multiple_of)
-    batches = (records.shard(dist.size, dist.rank).batch(o.eval_batch_size).map(parse)
-               .prefetch(tf.data.AUTOTUNE))
+    batches = without_autotuner(records.shard(dist.size, dist.rank).batch(o.eval_batch_size)
+                                .map(parse).prefetch(tf.data.AUTOTUNE))
     # One trace for every batch shape (XLA still compiles each shape it meets once), kept for
     # the next evaluation.
     logits_of = inference_fn(model, xla, ("logits",))

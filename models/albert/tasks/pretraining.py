@@ -235,12 +235,12 @@ def masked_token_counts(files, max_seq_length: int, max_predictions: int) -> col
     # TensorFlow: see the note at the top.
     import tensorflow as tf
 
-    from albert.data.reader import pretraining_feature_spec
+    from albert.data.reader import pretraining_feature_spec, without_autotuner
 
     spec = pretraining_feature_spec(max_seq_length, max_predictions)
     counts = collections.Counter()
-    data = tf.data.TFRecordDataset(files).batch(1024).map(
-        lambda r: tf.io.parse_example(r, spec))
+    data = without_autotuner(tf.data.TFRecordDataset(files).batch(1024).map(
+        lambda r: tf.io.parse_example(r, spec)))
     for batch in data:
         ids, weights = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy()
         counts.update(ids[weights > 0].tolist())
