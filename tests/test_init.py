@@ -67,3 +67,38 @@ def test_import_albert_loads_nothing_until_a_name_is_asked_for():
         "albert": ["albert", "albert.errors", "albert.model", "albert.model.config"],
         "tensorflow": False}
     assert steps["same objects"] is True
+
+
+# Which CPU allocator TensorFlow made: only the BFC allocator keeps statistics, so asking for
+# them tells the two apart (the default one raises ValueError).
+ALLOCATOR_PROBE = """
+import json
+import albert
+import tensorflow as tf
+x = tf.random.normal([512, 512])
+y = tf.matmul(x, x)
+try:
+    info = tf.config.experimental.get_memory_info("CPU:0")
+except ValueError:
+    info = None
+print(json.dumps(info))
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("setting", [None, "false"])
+def test_tensorflow_keeps_its_cpu_buffers_unless_the_user_says_otherwise(setting):
+    """`import albert` makes TensorFlow use its BFC allocator on the CPU (buffers kept and reused,
+    not faulted in again on every step); a value the user set is left alone."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(albert.__file__))
+    if setting is not None:
+        env["TF_CPU_ALLOCATOR_USE_BFC"] = setting
+    out = subprocess.run([sys.executable, "-c", ALLOCATOR_PROBE], env=env, capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    info = json.loads(out.strip().splitlines()[-1])
+    if setting is None:
+        # The three 1 MiB tensors, at least, passed through it.
+        assert info is not None and info["peak"] >= 3 * 512 * 512 * 4
+    else:
+        assert info is None

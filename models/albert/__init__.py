@@ -13,6 +13,12 @@ import os as _os
 
 # Keras 3 must run on TensorFlow here (Horovod, tf.data, XLA); set before keras is imported.
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# TensorFlow's default CPU allocator hands large buffers back to the system, so every step faults
+# them in again: on a 2-core AMD EPYC the demo's pretraining spent a quarter of its CPU time in the
+# kernel (16.5M page faults in 500 updates). The BFC allocator keeps and reuses them: 1.5x the
+# updates per second, the same losses to the digit. Set before TensorFlow makes its first tensor;
+# a value the user set wins.
+_os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 _EXPORTS = {
     "PRESETS": "albert.model.config",
