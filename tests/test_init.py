@@ -98,7 +98,7 @@ def test_tensorflow_keeps_its_cpu_buffers_unless_the_user_says_otherwise(setting
                          text=True, timeout=300, check=True).stdout
     info = json.loads(out.strip().splitlines()[-1])
     if setting is None:
-        # The three 1 MiB tensors, at least, passed through it.
-        assert info is not None and info["peak"] >= 3 * 512 * 512 * 4
+        # x and y, 1 MiB each and both alive, at least passed through it.
+        assert info is not None and info["peak"] >= 2 * 512 * 512 * 4
     else:
         assert info is None
