@@ -3,6 +3,7 @@ module or inside a function, points to the module's own layer or one below it, a
 modules import each other, directly or around a loop."""
 
 import ast
+import fnmatch
 import io
 import os
 import pathlib
@@ -158,6 +159,9 @@ def test_docs_architecture_names_every_module():
 
 # A dotted name that begins like a module path but is a file's name.
 FILE_NAMES = {"model.safetensors"}
+# A path in the repository table (a folder or a file), checked by the repository test, not as a
+# module's name.
+REPOSITORY_PATH = re.compile(r"/|\.(?:py|sh|toml|yaml|md)$")
 
 
 def top_level_names(path: pathlib.Path) -> dict[str, set[str]]:
@@ -217,7 +221,7 @@ def stale_names_in_docs(text: str, found: dict[str, pathlib.Path]) -> list[str]:
     stale = {n for n in dotted if not resolves(n if n.startswith("albert.") else f"albert.{n}",
                                                found)}
     in_tables = {n for row in re.findall(r"^\| ([^|]+) \|", text, flags=re.M)
-                 for n in re.findall(r"`([^`]+)`", row)}
+                 for n in re.findall(r"`([^`]+)`", row) if not REPOSITORY_PATH.search(n)}
     return sorted(stale | {n for n in in_tables
                            if (n if n.startswith("albert.") else f"albert.{n}") not in found})
 
@@ -336,3 +340,41 @@ def test_the_command_line_tools_import_no_tensorflow():
     out = subprocess.run([sys.executable, "-c", code, *TENSORFLOW_FREE_COMMANDS], env=env,
                          capture_output=True, text=True, check=True, timeout=120).stdout
     assert out.strip() == "", f"importing albert.{out.strip()} imports TensorFlow"
+
+
+def unmapped(text: str, root: pathlib.Path) -> list[str]:
+    """What the repository table of docs/architecture.md misses or names wrongly: a top-level
+    folder (neither hidden nor ignored by .gitignore) or a script under scripts/ that the map does
+    not name (a benchmark module by its file name, the others by their path), and a path in the
+    first column of a table that does not exist."""
+    ignored = [line.strip().strip("/") for line in (root / ".gitignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    named = set(re.findall(r"`([^`]+)`", text))
+    missing = [f"{p.name}/" for p in sorted(root.iterdir())
+               if p.is_dir() and not p.name.startswith(".")
+               and not any(fnmatch.fnmatch(p.name, pattern) for pattern in ignored)
+               and f"{p.name}/" not in named and not any(n.startswith(f"{p.name}/") for n in named)]
+    for script in sorted((root / "scripts").rglob("*")):
+        relative = script.relative_to(root).as_posix()
+        if (script.is_file() and script.name != "__init__.py" and "__pycache__" not in relative
+                and relative not in named
+                and not (script.parent.name == "benchmarks" and script.name in named)):
+            missing.append(relative)
+    in_tables = {n for row in re.findall(r"^\| ([^|]+) \|", text, flags=re.M)
+                 for n in re.findall(r"`([^`]+)`", row) if REPOSITORY_PATH.search(n)}
+    return missing + sorted(f"{n} does not exist" for n in in_tables if not (root / n).exists())
+
+
+def test_docs_architecture_maps_the_repository(tmp_path):
+    """One map: docs/architecture.md's repository table names every top-level folder and every
+    script, and nothing that is gone."""
+    root = ROOT.parents[1]
+    text = (root / "docs" / "architecture.md").read_text()
+    assert unmapped(text, root) == [], "docs/architecture.md's repository table is stale"
+    assert not (root / "docs" / "layout.md").exists(), "docs/architecture.md is the one map"
+    # The check itself: a script and a folder left out, and a path that is gone, are caught.
+    stale = text.replace("`scripts/tensorboard.sh`", "`scripts/tensorboards.sh`").replace(
+        "| `cloudformation/` |", "| the templates |").replace("`restart.py`", "restart")
+    assert unmapped(stale, root) == [
+        "cloudformation/", "scripts/benchmarks/restart.py", "scripts/tensorboard.sh",
+        "scripts/tensorboards.sh does not exist"]

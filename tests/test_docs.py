@@ -1,7 +1,8 @@
 """The docs cannot drift from the code. In README.md and docs/*.md: every `python -m albert.<tool>`
 command in a fenced block parses with that tool's own parser (each flag exists, each value is one
-its flag takes, the required flags are there), every `scripts/...` path exists, and every Python
-block compiles. A flag renamed in the code and left in a guide fails here."""
+its flag takes, the required flags are there), every `scripts/...` path exists, every Python
+block compiles, and every link within the repository finds its file and its heading. A flag
+renamed in the code and left in a guide, or a section moved and still linked, fails here."""
 
 import contextlib
 import io
@@ -150,3 +151,51 @@ def test_the_docs_check_catches_what_drifts():
     assert len(found) == len(expected), found
     for problem, words in zip(found, expected, strict=True):
         assert words in problem, (words, problem)
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lowercase, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    prose = FENCE.sub("", text)
+    return {slug(h) for h in re.findall(r"^#{1,6} (.+)$", prose, flags=re.M)}
+
+
+def broken_links(text: str, doc: pathlib.Path) -> list[str]:
+    """The links in `text` (outside code blocks) to a file of the repository that is not there, or
+    to a heading that the file does not have."""
+    found = []
+    for target in LINK.findall(FENCE.sub("", text)):
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        path, _, anchor = target.partition("#")
+        file = (doc.parent / path).resolve()
+        if path and not file.exists():
+            found.append(f"{doc.name}: {target}: no such file")
+        elif anchor and (not path or file.suffix == ".md") and anchor not in anchors(
+                file.read_text(encoding="utf-8") if path else text):
+            found.append(f"{doc.name}: {target}: no such heading")
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_every_link_in_the_docs_finds_its_file_and_heading(doc):
+    assert broken_links(doc.read_text(encoding="utf-8"), doc) == []
+
+
+def test_the_link_check_catches_a_moved_section(tmp_path):
+    (tmp_path / "guide.md").write_text("# Guide\n\n## Real data: Wikipedia + SQuAD\n\n```bash\n"
+                                       "# not a heading\n```\n")
+    doc = tmp_path / "index.md"
+    text = ("[ok](guide.md#real-data-wikipedia--squad) [web](https://example.com/x#y) "
+            "[gone](layout.md) [moved](guide.md#what-the-demo-shows) "
+            "[fenced](guide.md#not-a-heading) [here](#top)\n\n# Top\n")
+    assert broken_links(text, doc) == [
+        "index.md: layout.md: no such file",
+        "index.md: guide.md#what-the-demo-shows: no such heading",
+        "index.md: guide.md#not-a-heading: no such heading"]
