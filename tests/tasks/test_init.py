@@ -87,3 +87,19 @@ def test_the_task_base_defaults():
     assert task.headline("eval", {"f1": 0.5, "loss": 2, "note": "x"}) == "f1 0.5000 loss 2.0000"
     evaluation = Evaluation("eval", 0, lambda xla, step: {})
     assert (evaluation.prefix, evaluation.frequency) == ("eval", 0)
+
+
+def test_the_learned_nothing_warning_never_calls_the_usual_rate_too_low():
+    """Issue 50 item 17: the quick demo (LAMB 0.01 over 30 updates) was told its rate was "too
+    low" beside advice to pretrain at about 0.01. The warning names the rate beside the usual
+    ones, the updates first, and calls it neither low nor high."""
+    from albert.tasks import learned_nothing_warning
+    from albert.tasks.pretraining import PretrainingTask
+
+    spec = SimpleNamespace(optimization=SimpleNamespace(learning_rate=0.01))
+    warning = learned_nothing_warning(spec, 30, PretrainingTask.usual_rates)
+    assert warning == (
+        "WARNING: the model learned nothing: its scores are the baseline's. Likely causes: too "
+        "few updates (30), or a --learning_rate that does not suit this model's size (0.01 here; "
+        f"{PretrainingTask.usual_rates})")
+    assert "about 0.01" in warning and "too low" not in warning and "too high" not in warning

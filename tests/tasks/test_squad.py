@@ -1,7 +1,16 @@
 """The SQuAD task (albert.tasks.squad): its feature windows from the spec, what its summary shows,
 and the all-empty-answers baseline scored by the official rules of each version."""
 
-from albert.tasks.squad import SquadOptions, SquadTask
+import pytest
+
+from albert.tasks.squad import (
+    AT_EMPTY,
+    BELOW_EMPTY,
+    SquadOptions,
+    SquadTask,
+    against_empty_answers,
+    empty_answer_noise,
+)
 from albert.train.run_spec import Data, Outputs, RunSpec
 
 
@@ -57,6 +66,43 @@ def test_a_fine_tune_at_the_all_empty_score_learned_nothing(tmp_path, sample_voc
     assert not task.learned_nothing({"eval": {"f1": 36.0, "HasAns_f1": 30.0}})
     assert not task.learned_nothing({"eval": {"f1": 52.0, "HasAns_f1": 40.0}})
     assert not task.learned_nothing({})
+
+
+def test_a_fine_tune_far_below_the_all_empty_answers_is_named_in_the_summary(tmp_path,
+                                                                           sample_vocab):
+    """Issue 50 item 7: F1 0.80 where answering nothing scores 17.50 (40 questions, 7
+    unanswerable; the noise 15.81 F1) is not "the baseline's": the summary says it is worse."""
+    from albert.tasks import runner
+
+    task = task_of(tmp_path, sample_vocab)
+    task.scored = (None, data(*([True] * 33 + [False] * 7)), None)
+    below = {"eval": {"exact": 0.5, "f1": 0.8, "HasAns_f1": 0.97}}
+    assert not task.learned_nothing(below)
+    flat = runner.summary(task, "done", 30, 60, below, None)
+    assert ("baseline all-empty answers: exact 17.50 F1 17.50; WARNING: the model scores below "
+            "answering nothing: F1 0.80 against 17.50, more than the noise of 15.81 on 40 "
+            "questions: it answers questions it should leave empty, and wrongly. Likely "
+            "causes: too few updates") in flat
+    assert "learned nothing" not in flat
+    # At the all-empty answers it is the learned-nothing warning, and only that one.
+    at = runner.summary(task, "done", 30, 60, {"eval": {"exact": 17.5, "f1": 17.5,
+                                                        "HasAns_f1": 0.0}}, None)
+    assert "WARNING: the model learned nothing" in at and "below answering nothing" not in at
+    assert task.baseline({"eval": {"exact": 40.0, "f1": 45.0, "HasAns_f1": 40.0}}) == \
+        "all-empty answers: exact 17.50 F1 17.50"
+
+
+@pytest.mark.parametrize("f1, answerable, standing", [
+    (17.5, 0.0, AT_EMPTY), (30.0, 10.0, AT_EMPTY), (5.0, 0.0, AT_EMPTY),
+    # Far below: worse than answering nothing, whatever the answerable questions scored.
+    (0.8, 0.97, BELOW_EMPTY), (1.0, 20.0, BELOW_EMPTY),
+    (30.0, 20.0, None), (60.0, 55.0, None),
+])
+def test_one_rule_says_where_a_score_stands_against_the_all_empty_answers(f1, answerable,
+                                                                          standing):
+    # 40 questions, all-empty F1 17.50: the noise is 100 / sqrt(40) = 15.81 F1.
+    assert empty_answer_noise(40) == pytest.approx(15.811, abs=1e-3)
+    assert against_empty_answers(f1, answerable, 17.5, 40) == standing
 
 
 def test_setup_returns_the_version_of_the_training_file_once(tmp_path, sample_vocab):

@@ -7,9 +7,10 @@ the training questions, seeds --seeds) and, once `scripts/demo.sh few_labels` ha
 <demo_dir>/finetune_tenth/ (a tenth of them, every seed both starts ran), each named
 <start>-seed<N> with start pretrained or scratch. Prints the pretraining's held-out accuracies
 against their baselines, one row per seed with both starts' dev F1, the mean difference against
-the seeds' spread and a verdict that says "helped" only when the difference is larger than the
-spread; then both starts' answers to the same dev questions (the first ones of the dev file, a
-fixed rule, not a choice), and draws the pictures into <demo_dir>/pretraining_pays.png.
+the seeds' spread and a verdict (Comparison.verdict) that says "helped" only when every run
+learned to answer, the difference is larger than the spread and every seed gained; then both
+starts' answers to the same dev questions (the first ones of the dev file, a fixed rule, not a
+choice), and draws the pictures into <demo_dir>/pretraining_pays.png.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import sys
 from dataclasses import dataclass
 
 from albert.cli import flags
+from albert.errors import FlagError
+from albert.tasks.squad import AT_EMPTY, against_empty_answers
 
 STARTS = ("pretrained", "scratch")
 PICTURE = "pretraining_pays.png"
@@ -73,19 +76,24 @@ def empty_answer_f1(results: dict) -> float:
     return 100.0 * results.get("NoAns_total", 0) / results["total"]
 
 
-def learned_nothing(results: dict) -> bool:
-    """Within two standard errors of the all-empty baseline, with no answerable question right:
-    what a fine-tune that only learned to abstain scores."""
-    baseline = empty_answer_f1(results)
-    noise = 2 * math.sqrt(baseline * (100 - baseline) / results["total"])
-    return abs(results["f1"] - baseline) <= noise and results.get("HasAns_f1", 0.0) < noise
+def standing(results: dict) -> str | None:
+    """Where a fine-tune's official scores stand against the all-empty answers: the run
+    summary's rule (tasks.squad.against_empty_answers), so that the two never disagree."""
+    return against_empty_answers(results["f1"], results.get("HasAns_f1", results["f1"]),
+                                 empty_answer_f1(results), results["total"])
 
 
 @dataclass(frozen=True)
 class Comparison:
+    """Both starts' dev F1 over the same seeds. `questions`: the dev questions, whose one
+    question's worth of F1 (100 / questions) is the least noise a difference is measured
+    against (see `bar`). `unlearned`: the runs that did not learn to answer (standing), as
+    "from <start> (seed N) ...", which rule out any verdict."""
     seeds: list[int]
     pretrained: list[float]
     scratch: list[float]
+    questions: int = 0
+    unlearned: tuple[str, ...] = ()
 
     @property
     def differences(self) -> list[float]:
@@ -100,24 +108,83 @@ class Comparison:
         """The seed noise: the larger of the two starts' ranges of dev F1 over the seeds."""
         return max(max(v) - min(v) for v in (self.pretrained, self.scratch))
 
+    @property
+    def floor(self) -> float:
+        """One question's worth of F1: a difference that one answer can make."""
+        return 100 / self.questions if self.questions else 0.0
+
+    @property
+    def bar(self) -> float:
+        """What a mean difference must exceed to be more than noise: the seeds' spread, but
+        never less than one question's worth of F1. Two or three seeds that land within one
+        question of each other (a spread of 0.00 is common on a small dev set) are no evidence
+        that the noise is smaller than that: they measured too little of it."""
+        return max(self.spread, self.floor)
+
+    def _against(self) -> str:
+        """The bar, in words: the spread, and when the floor stands in for it, why."""
+        said = f"the seeds' spread of {self.spread:.2f} F1"
+        if self.spread < self.floor:
+            said += (f" (less than one question's worth, {self.floor:.2f} F1 of "
+                     f"{self.questions}: seeds that agree that closely are no evidence of no "
+                     "noise, so one question's worth is the bar)")
+        return said
+
     def verdict(self) -> str:
-        worst = min(self.differences)
-        if len(self.seeds) < 2:
-            return (f"one seed ({self.gain:+.2f} F1) shows no spread: run at least two seeds "
+        """One of: one seed (no spread, no verdict); "cannot tell" when a run learned nothing
+        or scored below the all-empty answers, or when the mean difference is within the bar
+        (either sign), or beyond it against a seed that went the other way; "pretraining
+        helped" when the mean gain is beyond the bar and every seed gained; "not shown" when
+        it is beyond the bar but a seed did not gain (which one is said); "pretraining did
+        not help here" when the mean is a loss beyond the bar and every seed lost."""
+        gain, differences = self.gain, self.differences
+        if len(set(self.seeds)) < 2:
+            return (f"one seed ({gain:+.2f} F1) shows no spread: run at least two seeds "
                     "before reading a difference")
-        if self.gain > self.spread and worst > 0:
-            return (f"pretraining helped: {self.gain:+.2f} F1 on average (worst seed "
-                    f"{worst:+.2f}), more than the seeds' spread of {self.spread:.2f} F1")
-        if self.gain > 0:
-            return (f"not shown: {self.gain:+.2f} F1 on average is within the seeds' spread of "
-                    f"{self.spread:.2f} F1 (or a seed lost): this run cannot tell a gain from "
-                    "noise")
-        return f"pretraining did not help here: {self.gain:+.2f} F1 on average"
+        if self.unlearned:
+            more = f" (and {len(self.unlearned) - 1} more)" if len(self.unlearned) > 1 else ""
+            return (f"cannot tell: the fine-tune {self.unlearned[0]}{more}: a start that did "
+                    "not learn to answer under these settings says nothing of what "
+                    "pretraining is worth")
+        if abs(gain) <= self.bar:
+            return (f"cannot tell: {gain:+.2f} F1 on average is within {self._against()}: "
+                    "this run cannot tell a difference from noise")
+        by_seed = list(zip(self.seeds, differences, strict=True))
+        if gain > 0:
+            lost = [(seed, d) for seed, d in by_seed if d <= 0]
+            if not lost:
+                return (f"pretraining helped: {gain:+.2f} F1 on average (worst seed "
+                        f"{min(differences):+.2f}), more than {self._against()}")
+            which = ", ".join(f"seed {seed} {d:+.2f} F1" for seed, d in lost)
+            return (f"not shown: {gain:+.2f} F1 on average is more than {self._against()}, "
+                    f"but not every seed gained ({which}): a gain that a seed does not show "
+                    "is not shown")
+        won = [(seed, d) for seed, d in by_seed if d >= 0]
+        if not won:
+            return (f"pretraining did not help here: {gain:+.2f} F1 on average (best seed "
+                    f"{max(differences):+.2f}), beyond {self._against()}")
+        which = ", ".join(f"seed {seed} {d:+.2f} F1" for seed, d in won)
+        return (f"cannot tell: {gain:+.2f} F1 on average is beyond {self._against()}, but not "
+                f"every seed lost ({which})")
+
+
+def unlearned(runs: dict, seeds: list[int]) -> tuple[str, ...]:
+    """The runs (of these seeds) at or below the all-empty answers, in words."""
+    found = []
+    for start in STARTS:
+        for seed in seeds:
+            where = standing(runs[start, seed].results)
+            if where:
+                found.append(f"from {start} (seed {seed}) "
+                             + ("learned nothing" if where == AT_EMPTY else
+                                "scored below answering nothing"))
+    return tuple(found)
 
 
 def compare(runs: dict, seeds: list[int]) -> Comparison:
     return Comparison(seeds, [runs["pretrained", s].results["f1"] for s in seeds],
-                      [runs["scratch", s].results["f1"] for s in seeds])
+                      [runs["scratch", s].results["f1"] for s in seeds],
+                      runs["pretrained", seeds[0]].results["total"], unlearned(runs, seeds))
 
 
 def print_comparison(title: str, runs: dict, seeds: list[int]) -> Comparison:
@@ -134,10 +201,17 @@ def print_comparison(title: str, runs: dict, seeds: list[int]) -> Comparison:
           f"{comparison.gain:>+12.2f}   (seeds' spread {comparison.spread:.2f} F1)")
     print(f"all-empty answers {empty_answer_f1(first):.2f} F1")
     for (start, seed), run in sorted(runs.items()):
-        if learned_nothing(run.results):
+        where = standing(run.results)
+        if where == AT_EMPTY:
             print(f"warning: the fine-tune from {start} (seed {seed}) learned nothing: F1 "
                   f"{run.results['f1']:.2f} is the all-empty baseline's, no answerable question "
                   "right (too low a learning rate or too few updates for this start)")
+        elif where:
+            print(f"warning: the fine-tune from {start} (seed {seed}) scored below answering "
+                  f"nothing: F1 {run.results['f1']:.2f} against the all-empty answers' "
+                  f"{empty_answer_f1(run.results):.2f}: it answers questions it should leave "
+                  "empty, and wrongly (too few updates or a learning rate that does not suit "
+                  "this start)")
     print(f"verdict: {comparison.verdict()}")
     return comparison
 
@@ -238,8 +312,9 @@ def build_parser() -> flags.Parser:
     p = flags.Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--demo_dir", required=True, help="the demo's output directory")
     p.add_argument("--seeds", type=int, nargs="+", required=True,
-                   help="the fine-tune seeds on all the training questions (each start ran "
-                        "once per seed); the few-labels runs show every seed both starts ran")
+                   help="the fine-tune seeds on all the training questions, each once (each "
+                        "start ran once per seed); the few-labels runs show every seed both "
+                        "starts ran")
     p.add_argument("--answers", type=int, default=4,
                    help="how many dev questions (the first of the dev file) both starts answer")
     p.add_argument("--no_picture", action="store_true", help="do not draw the picture")
@@ -249,6 +324,11 @@ def build_parser() -> flags.Parser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     with flags.user_errors():
+        if len(set(args.seeds)) != len(args.seeds):
+            # The same run read twice would count as two seeds and measure no noise.
+            raise FlagError(f"--seeds {' '.join(map(str, args.seeds))}: a seed given twice; "
+                            "give each seed the demo ran once (scripts/demo.sh runs DEMO_SEED "
+                            "and the next)")
         print_pretraining(args.demo_dir)
         curves = {}
         for name, title in (("finetune", "all the training questions"),

@@ -161,10 +161,12 @@ def default_rate_help(task_class) -> str:
 
 def learned_nothing_warning(spec, steps: int, usual_rates: str = Task.usual_rates) -> str:
     """What the closing summary says of a run that ended at its baseline, with the causes that
-    usually make it so."""
+    usually make it so. It names the rate beside the usual ones and leaves the reader to compare
+    them: the model's size is not known here, and the rate can be the usual one while the run
+    was too short for it (the quick demo's LAMB 0.01 over 30 updates)."""
     return (f"WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
-            f"--learning_rate {spec.optimization.learning_rate:g} too low for this model's size "
-            f"({usual_rates}) or too high, or too few updates ({steps})")
+            f"too few updates ({steps}), or a --learning_rate that does not suit this model's "
+            f"size ({spec.optimization.learning_rate:g} here; {usual_rates})")
 
 
 def synthetic_inputs(micro_batch: int, seq_length: int, vocab_size: int) -> dict:

@@ -38,6 +38,34 @@ REPORTED = ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_ex
 # What losses.squad_metrics makes of the training sums.
 TRAINING_METRICS = ("loss", "start_acc", "end_acc")
 
+# Where a score stands against answering every question with nothing (against_empty_answers).
+AT_EMPTY = "at the all-empty answers"
+BELOW_EMPTY = "below the all-empty answers"
+
+
+def empty_answer_noise(total: int) -> float:
+    """Two standard errors of a share of `total` questions at its widest (a coin's), in F1
+    points: a score closer than this to the all-empty answers' is not told apart from it."""
+    return 100 / math.sqrt(total)
+
+
+def against_empty_answers(f1: float, answerable_f1: float, empty_f1: float,
+                          total: int) -> str | None:
+    """The one rule, for the run's summary (SquadTask) and the demo's report
+    (albert.demo.report), of a fine-tune that did not learn to answer. AT_EMPTY: F1 within the
+    noise (empty_answer_noise) of the all-empty answers' either way, and the answerable
+    questions' F1 (v1.1: every question's) no better than that noise: it learned at most to
+    abstain. BELOW_EMPTY: F1 lower than the all-empty answers' by more than the noise:
+    answering nothing would score more, so it answers questions it should leave empty, and
+    wrongly. None: neither."""
+    noise = empty_answer_noise(total)
+    # Two-sided on purpose: far below the all-empty F1 is not "its" score, it is worse.
+    if abs(f1 - empty_f1) <= noise and answerable_f1 <= noise:
+        return AT_EMPTY
+    if f1 < empty_f1 - noise:
+        return BELOW_EMPTY
+    return None
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SquadOptions(TaskOptions):
@@ -181,25 +209,38 @@ class SquadTask(Task):
                  for qa in paragraph["qas"]}
         return evaluate(data, empty, None, self.version_of(data))
 
-    def baseline(self, final: dict) -> str | None:
-        """What answering every question with no answer scores, by the official rules."""
-        if "eval" not in final:
-            return None
-        scores = self._empty_scores()
-        exact = scores.get("exact", scores.get("exact_match"))
-        return f"all-empty answers: exact {exact:.2f} F1 {scores['f1']:.2f}"
-
-    def learned_nothing(self, final: dict) -> bool:
-        """F1 within two standard errors of the all-empty answers' and the answerable questions
-        (all of them in v1.1) no better than that noise: it learned at most to abstain."""
+    def _standing(self, final: dict) -> tuple[str | None, dict | None]:
+        """(against_empty_answers of the final evaluation, the all-empty answers' scores)."""
         scores = final.get("eval")
         if not scores or "f1" not in scores:
-            return False
+            return None, None
         empty = self._empty_scores()
-        # Two standard errors of a share at its widest (a coin's), in F1 points.
-        noise = 100 / math.sqrt(empty["total"])
-        answerable = scores.get("HasAns_f1", scores["f1"])
-        return abs(scores["f1"] - empty["f1"]) <= noise and answerable <= noise
+        return against_empty_answers(scores["f1"], scores.get("HasAns_f1", scores["f1"]),
+                                     empty["f1"], empty["total"]), empty
+
+    def baseline(self, final: dict) -> str | None:
+        """What answering every question with no answer scores, by the official rules, and a
+        warning when the final F1 is below it (no runner line says that otherwise)."""
+        if "eval" not in final:
+            return None
+        standing, scores = self._standing(final)
+        scores = scores or self._empty_scores()
+        exact = scores.get("exact", scores.get("exact_match"))
+        phrase = f"all-empty answers: exact {exact:.2f} F1 {scores['f1']:.2f}"
+        if standing == BELOW_EMPTY:
+            phrase += (f"; WARNING: the model scores below answering nothing: F1 "
+                       f"{final['eval']['f1']:.2f} against {scores['f1']:.2f}, more than the "
+                       f"noise of {empty_answer_noise(scores['total']):.2f} on "
+                       f"{scores['total']} questions: it answers questions it should leave "
+                       "empty, and wrongly. Likely causes: too few updates, or a "
+                       "--learning_rate that does not suit this model's size "
+                       f"({self.spec.optimization.learning_rate:g} here; {self.usual_rates})")
+        return phrase
+
+    def learned_nothing(self, final: dict) -> bool:
+        """At the all-empty answers (against_empty_answers): it learned at most to abstain. A
+        score below them is the baseline's warning, not this one."""
+        return self._standing(final)[0] == AT_EMPTY
 
 
 def predict(model, prefix, spec, dist, xla: bool) -> dict:
