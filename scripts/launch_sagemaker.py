@@ -11,18 +11,20 @@ FSx for Lustre.
         --train_dir albert/train --val_dir albert/validation --model_size base \\
         --per_gpu_batch_size 32 --total_steps 125000 --warmup_steps 3125 --precision bf16
 
-Every other flag is passed to the training script as a hyperparameter, and --filesystem_prefix
-points at the FSx channel inside the container. Those flags are checked first with the entry
-point's own parser from this checkout (as the container will parse them), so a misspelt flag, a
-bad value or a missing --total_steps stops here instead of in a paid job. The launcher's own flags
-may be spelt with hyphens too (--dry-run). --dry_run prints the CreateTrainingJob request as JSON
-and submits nothing.
+Every other flag is passed to the training script as a hyperparameter (after a `--`, every
+argument is), and --filesystem_prefix points at the FSx channel inside the container. Those
+flags are checked first with the entry point's own parser from this checkout (as the container
+will parse them), so a misspelt flag, a bad value or a missing --total_steps stops here instead
+of in a paid job. The launcher's own flags may be spelt with hyphens too (--dry-run). --dry_run
+prints the CreateTrainingJob request as JSON and submits nothing.
 
 What the job writes goes where SageMaker keeps it (albert.sagemaker_entry): outputs left out to
 /opt/ml/model, uploaded to <output_s3_uri>/<job>/output/model.tar.gz when the job ends (with
 --checkpoint_s3_uri the checkpoints and final/ to /opt/ml/checkpoints, synced with it). An
 output path given relative lies under /opt/ml/model too, which the launcher says; an absolute
-one on the FSx channel (/opt/ml/input/data/fsx/...) stays on the file system.
+one on the FSx channel (/opt/ml/input/data/fsx/...) stays on the file system. One the job would
+lose (../x, which climbs out of /opt/ml/model, or a URL such as s3://...) is refused here, and by
+the entry script in a job started another way.
 """
 
 from __future__ import annotations
@@ -155,8 +157,16 @@ def launcher_flags() -> list[str]:
 
 
 def parse_args(argv=None):
+    """(the launcher's flags, the trainer's). After a `--` every argument is the trainer's, as a
+    command that runs another one reads it; before it, what the launcher does not take."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    trainer = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, trainer = argv[:at], argv[at + 1:]
     p = _parser()
     args, passthrough = p.parse_known_args(argv)
+    passthrough += trainer
     for name in LIST_VALUES:
         if getattr(args, name) is not None:
             setattr(args, name, " ".join(getattr(args, name)))
@@ -195,13 +205,12 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
         sagemaker_entry = _entry_module("sagemaker_entry")
     except ImportError as e:
         # Without the trainer's parser, still refuse what looks like a launcher flag.
-        near = {f"--{key}": difflib.get_close_matches(f"--{key}", launcher_flags(), n=1,
-                                                      cutoff=0.75)
-                for key in hp if key not in ("filesystem_prefix", "checkpoint_dir")}
-        misses = [f"{flag} (did you mean {m[0]}?)" for flag, m in near.items() if m]
+        named = (_unknown(f"--{key}", []) for key in hp
+                 if key not in ("filesystem_prefix", "checkpoint_dir"))
+        misses = [miss for miss in named if "(" in miss]  # the rest may be the trainer's
         if misses:
-            raise LaunchError(f"unknown flag(s) {', '.join(misses)}: not launcher flags; "
-                              "nothing submitted") from None
+            raise LaunchError(f"unknown flag(s) {', '.join(misses)}: misplaced or misspelt "
+                              "launcher flags; nothing submitted") from None
         print(f"warning: cannot load albert.{entry} to check the training flags ({e}); "
               "passing them unchecked", file=sys.stderr)
         return
@@ -212,9 +221,12 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
                               "submitted")
     # As the container's entry script turns them into the trainer's command line, outputs in
     # the job's model directory included.
-    argv = sagemaker_entry.container_argv(
-        [item for key, value in hp.items() for item in (f"--{key}", value)], module,
-        {"SM_MODEL_DIR": MODEL_DIR})
+    try:
+        argv = sagemaker_entry.container_argv(
+            [item for key, value in hp.items() for item in (f"--{key}", value)], module,
+            {"SM_MODEL_DIR": MODEL_DIR})
+    except ValueError as e:  # FlagError: an output the job would lose (a URL, a ../ path)
+        raise LaunchError(f"{e}; nothing submitted") from None
     argv = [a for a in argv if a != "--verbose"]  # every command's, outside its parser
     parser.exit_on_error = False  # its errors as FlagError (albert.cli.flags.Parser), not exit 2
     try:
@@ -237,15 +249,23 @@ def _refused(entry: str, parser, message: str) -> LaunchError:
     if not message.startswith(prefix):
         return LaunchError(f"{entry} would refuse these flags: {message}")
     known = sorted(set(re.findall(r"--[A-Za-z][\w-]*", parser.format_help())))
-    problems = []
-    for flag in (t for t in message[len(prefix):].split() if t.startswith("--")):
-        near = difflib.get_close_matches(flag, launcher_flags() + known, n=1, cutoff=0.75)
-        hint = f" (did you mean {near[0]}?)" if near else ""
-        problems.append(f"{flag}{hint}")
+    problems = [_unknown(flag, known) for flag in message[len(prefix):].split()
+                if flag.startswith("--")]
     if not problems:
         return LaunchError(f"{entry} would refuse these arguments: {message[len(prefix):]}")
     return LaunchError(f"unknown flag(s) {', '.join(problems)}: neither a launcher flag nor one "
                        f"that {entry} accepts, so the job would fail; nothing submitted")
+
+
+def _unknown(flag: str, known: list[str]) -> str:
+    """`flag`, which the trainer refused, with the nearest launcher or trainer (`known`) flag as
+    a suggestion: never itself. A launcher flag given among the trainer's (after `--`) is
+    said to be one."""
+    if flag in launcher_flags():
+        return f"{flag} (the launcher's flag: give it before --)"
+    near = difflib.get_close_matches(flag, [f for f in launcher_flags() + known if f != flag],
+                                     n=1, cutoff=0.75)
+    return f"{flag} (did you mean {near[0]}?)" if near else flag
 
 
 def _needs_value(parser) -> set[str]:
@@ -281,14 +301,25 @@ def _entry_point(value: str) -> str:
     return name
 
 
+def _trainer_parser(entry: str):
+    """The entry point's parser, or None where it cannot be loaded here (check_trainer_flags
+    says so)."""
+    try:
+        return _entry_module(entry).build_parser()
+    except ImportError:
+        return None
+
+
 def hyperparameters(passthrough: list[str], use_checkpoint_dir: bool,
-                    bare: set[str] | None = None) -> dict[str, str]:
+                    bare: set[str] | None = None, parser=None) -> dict[str, str]:
     """Unknown flags -> SageMaker hyperparameters (strings), encoded as the container's entry
     script decodes them (albert.cli.hyperparameters.encode), with the FSx channel as
     --filesystem_prefix and, with --checkpoint_s3_uri, the synced checkpoint directory. The
-    keys given without a value are added to `bare` (only a boolean flag may be one)."""
+    keys given without a value are added to `bare` (only a boolean flag may be one). With the
+    entry point's `parser`, values the entry script could not give back as they were are
+    refused."""
     try:
-        hp, given_bare = _entry_module("cli.hyperparameters").encode(passthrough)
+        hp, given_bare = _entry_module("cli.hyperparameters").encode(passthrough, parser)
     except ValueError as e:  # FlagError: not a --name value command line
         raise LaunchError(str(e)) from None
     if bare is not None:
@@ -314,18 +345,28 @@ def _true(value: str | None) -> bool:
     return value in ("True", "true")
 
 
+def refuse_lost_outputs(hp: dict[str, str]) -> None:
+    """An output path the job would lose (one that climbs out of the job's model directory, a
+    URL such as s3://... where a local path belongs) refused as the container's entry script
+    refuses it (albert.sagemaker_entry.job_path), with the FSx channel named as the way on.
+    Needs no trainer, so it holds where the entry point cannot be loaded here."""
+    job_path = _entry_module("sagemaker_entry").job_path
+    for key in OUTPUT_KEYS:
+        if hp.get(key):
+            try:
+                job_path(f"--{key}", hp[key], MODEL_DIR, CHANNEL_PATH)
+            except ValueError as e:  # FlagError
+                raise LaunchError(f"{e}; nothing submitted") from None
+
+
 def check_output_paths(hp: dict[str, str], output_s3_uri: str, name: str) -> None:
     """A relative output path would be under the image's working directory, lost with the
     container; the entry script puts it under the job's model directory (uploaded when the job
-    ends). Say so, and refuse one that climbs out of it."""
+    ends): say so (refuse_lost_outputs has refused what it cannot keep)."""
     for key in OUTPUT_KEYS:
         value = hp.get(key)
         if not value or os.path.isabs(value):
             continue
-        if os.path.normpath(value).split(os.sep)[0] == "..":
-            raise LaunchError(f"--{key} {value} leaves the job's model directory ({MODEL_DIR}), "
-                              "where nothing is kept: give a path below it, or an absolute one "
-                              f"on the FSx channel ({CHANNEL_PATH}/...)")
         print(f"warning: --{key} {value} is relative: the job writes it to "
               f"{os.path.join(MODEL_DIR, value)}, uploaded in "
               f"{output_s3_uri.rstrip('/')}/{name}/output/model.tar.gz when the job ends; to "
@@ -351,7 +392,9 @@ def build_request(args, passthrough, name: str, submit_dir: str | None = None) -
     if args.max_wait is not None and not args.use_spot:
         raise LaunchError("--max_wait only applies with --use_spot")
     bare: set[str] = set()
-    hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri), bare=bare)
+    hp = hyperparameters(passthrough, use_checkpoint_dir=bool(args.checkpoint_s3_uri), bare=bare,
+                         parser=_trainer_parser(entry))
+    refuse_lost_outputs(hp)
     check_trainer_flags(entry, hp, bare)
     try:
         metrics = metric_definitions(entry_task(entry))

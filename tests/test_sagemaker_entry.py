@@ -3,10 +3,13 @@ SageMaker's `--name value` hyperparameters and back. The launcher's request thro
 end: tests/scripts/test_cloud.py."""
 
 import importlib
+import os
+import runpy
 import sys
 import types
 
 import pytest
+from helpers import REPO_ROOT
 
 from albert import sagemaker_entry
 from albert.cli.flags import Parser
@@ -167,3 +170,80 @@ def test_item9_verbose_is_every_commands_flag_and_its_true_goes(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["train.py", "--verbose", "True", "--val_dir", "v"])
     assert sagemaker_entry.main("fake_trainer") == 7
     assert calls == [["--verbose", "--val_dir", "v"]]
+
+
+# -- issue 50 item 11: outputs a job would lose; the trainer's exit status -----------------------
+
+ENTRY_SCRIPT = os.path.join(REPO_ROOT, "docker", "sagemaker", "run_squad.py")
+
+
+def run_entry_script(argv, monkeypatch, trainer_main):
+    """docker/sagemaker/run_squad.py run in this process as the toolkit runs it (`python
+    run_squad.py --name value ...` in a job), with albert.run_squad's main replaced by
+    `trainer_main`: its exit status."""
+    from albert import run_squad
+
+    monkeypatch.setattr(run_squad, "main", trainer_main)
+    monkeypatch.setattr(sys, "argv", [ENTRY_SCRIPT, *argv])
+    monkeypatch.setenv("SM_MODEL_DIR", MODEL_DIR)
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_path(ENTRY_SCRIPT, run_name="__main__")
+    return exited.value.code
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--output_dir", "../escape"],
+     "error: --output_dir ../escape leaves the job's model directory (/opt/ml/model), where "
+     "nothing is kept: give a path below it (uploaded when the job ends), or an absolute one "
+     "on an input channel (/opt/ml/input/data/<channel>/...)"),
+    (["--log_dir=logs/../../x"], "error: --log_dir logs/../../x leaves the job's model "),
+    # argparse keeps a flag's last value: every one is checked, not only the first.
+    (["--output_dir", "ft", "--output_dir", "../escape"], "error: --output_dir ../escape leaves"),
+    # An abbreviation argparse reads as --export_dir is --export_dir.
+    (["--export", "../../srv"], "error: --export_dir ../../srv leaves the job's model "),
+    (["--checkpoint_dir", "s3://b/c"],
+     "error: --checkpoint_dir s3://b/c is a URL, where a SageMaker job needs a local path: give "
+     "a relative one (under the job's model directory /opt/ml/model, uploaded when the job "
+     "ends), or an absolute one on an input channel (/opt/ml/input/data/<channel>/...) (S3 "
+     "checkpoints: the launcher's --checkpoint_s3_uri syncs /opt/ml/checkpoints with a prefix)"),
+    (["--output_dir=gs://b/out"], "error: --output_dir gs://b/out is a URL, where a SageMaker "),
+])
+def test_item11_the_entry_refuses_an_output_the_job_would_lose(argv, line, monkeypatch,
+                                                              capsys):
+    """Issue 50 item 11: --output_dir ../escape was /opt/ml/model/../escape (never uploaded),
+    --checkpoint_dir s3://b/c a local /opt/ml/model/s3://b/c. In the container, however the
+    job was started: one line naming the flag, the value and what is expected, exit 2, and
+    the trainer never runs."""
+    calls = []
+    code = run_entry_script(["--train_file", "t.json", *argv], monkeypatch,
+                            lambda argv: calls.append(argv) or 0)
+    out, err = capsys.readouterr()
+    assert (code, calls, out) == (2, [], "")
+    assert err.startswith(line) and err.endswith("\n") and len(err.splitlines()) == 1, err
+
+
+def test_item11_outputs_the_job_keeps_still_go_to_the_trainer(monkeypatch):
+    """What the job keeps passes: relative paths under the model directory (each occurrence,
+    an abbreviation too), absolute ones as given."""
+    calls = []
+    assert run_entry_script(
+        ["--train_file", "t.json", "--output_dir", "a/../ft", "--export", "serving/1",
+         "--checkpoint_dir=/opt/ml/checkpoints", "--log_dir", "/opt/ml/input/data/fsx/logs"],
+        monkeypatch, lambda argv: calls.append(argv) or 0) == 0
+    assert calls == [["--train_file", "t.json", "--output_dir", f"{MODEL_DIR}/a/../ft",
+                      "--export", f"{MODEL_DIR}/serving/1",
+                      "--checkpoint_dir=/opt/ml/checkpoints", "--log_dir",
+                      "/opt/ml/input/data/fsx/logs"]]
+
+
+@pytest.mark.parametrize("status", [0, 1, 2, 143])
+@pytest.mark.parametrize("how", ["returned", "raised"])
+def test_item11_the_entry_exits_with_the_trainers_status_unchanged(status, how, monkeypatch):
+    """An interrupted run exits non-zero (143, resumable): SageMaker must see that status,
+    not a finished job's 0, whether the trainer returns it or exits with it."""
+    def trainer_main(argv):
+        if how == "raised":
+            sys.exit(status)
+        return status
+
+    assert run_entry_script(["--train_file", "t.json"], monkeypatch, trainer_main) == status

@@ -648,8 +648,8 @@ def test_item2_a_relative_output_path_is_said_to_go_to_the_jobs_model_directory(
     assert ls.main([*job, "--output_dir", "../runs/sst2"]) == 2
     assert capsys.readouterr().err == (
         "error: --output_dir ../runs/sst2 leaves the job's model directory (/opt/ml/model), "
-        "where nothing is kept: give a path below it, or an absolute one on the FSx channel "
-        "(/opt/ml/input/data/fsx/...)\n")
+        "where nothing is kept: give a path below it (uploaded when the job ends), or an "
+        "absolute one on an input channel (/opt/ml/input/data/fsx/...); nothing submitted\n")
 
 
 @pytest.mark.e2e
@@ -742,3 +742,112 @@ def test_item9_the_launcher_takes_verbose(no_aws, capsys):
                     "--verbose", *no_aws]) == 0
     out, err = capsys.readouterr()
     assert err == "" and json.loads(out)["HyperParameters"]["verbose"] == "True"
+
+
+# -- issue 50 item 11: outputs a job would lose, the `--` separator; Horovod's log lines ---------
+
+
+@pytest.mark.parametrize("output, line", [
+    (["--checkpoint_dir", "s3://bkt/c"],
+     "error: --checkpoint_dir s3://bkt/c is a URL, where a SageMaker job needs a local path: give "
+     "a relative one (under the job's model directory /opt/ml/model, uploaded when the job "
+     "ends), or an absolute one on an input channel (/opt/ml/input/data/fsx/...) (S3 "
+     "checkpoints: the launcher's --checkpoint_s3_uri syncs /opt/ml/checkpoints with a prefix); "
+     "nothing submitted\n"),
+    (["--output_dir=s3://bkt/year=2024/o"], "error: --output_dir s3://bkt/year=2024/o is a URL"),
+    (["--export", "../srv"], "error: --export_dir ../srv leaves the job's model directory"),
+])
+def test_item11_the_launcher_refuses_what_the_entry_refuses(output, line, no_aws, capsys):
+    """An S3 value for an output flag was called "relative" and only warned about; the
+    launcher now refuses what the container's entry script would (the same rule), in one
+    line, before anything is submitted."""
+    ls = load_launcher()
+    assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", "--dry_run",
+                    *no_aws, *output]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(line) and len(err.splitlines()) == 1, err
+
+
+def test_item11_after_a_double_dash_every_argument_is_the_trainers(no_aws, capsys):
+    """`launch_sagemaker.py <launcher flags> -- <trainer flags>`, as a command that runs another
+    reads it, was "unknown flag(s) --, --output_dir (did you mean --output_dir?)"."""
+    ls = load_launcher()
+    launch = ["--entry_point", "run_squad", "--dry_run", *no_aws]
+    assert ls.main([*launch, "--", "--train_file", "t.json", "--output_dir", "runs/x",
+                    "--config_override=hidden_size=64"]) == 0
+    out, err = capsys.readouterr()
+    hp = json.loads(out)["HyperParameters"]
+    assert (hp["train_file"], hp["output_dir"], hp["config_override"]) == (
+        "t.json", "runs/x", "hidden_size=64")
+    assert "--" not in hp and "" not in hp
+    assert err.startswith("warning: --output_dir runs/x is relative")
+    # Still checked: a launcher flag among the trainer's, a second separator, a typo.
+    for trainer, message in (
+            (["--train_file", "t.json", "--dry_run"],
+             "error: unknown flag(s) --dry_run (the launcher's flag: give it before --): "),
+            (["--train_file", "t.json", "--", "--seed", "1"],
+             "error: unexpected argument '--': training flags are --name value\n"),
+            (["--train_file", "t.json", "--output_dirr", "o"],
+             "error: unknown flag(s) --output_dirr (did you mean --output_dir?): ")):
+        assert ls.main([*launch, "--", *trainer]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(message) and len(err.splitlines()) == 1, err
+
+
+def test_item11_no_flag_is_suggested_as_the_fix_for_itself():
+    """Whatever the trainer refuses, the hint never names the very flag refused."""
+    ls = load_launcher()
+    parser = ls._entry_module("run_squad").build_parser()
+    for message in ("unrecognized arguments: --output_dir x --train_file",
+                    "unrecognized arguments: --dry_run --dry-run --total_steps"):
+        err = str(ls._refused("run_squad", parser, message))
+        for flag in message.split(": ")[1].split():
+            if flag.startswith("--"):
+                assert f"{flag} (did you mean {flag}?)" not in err, err
+
+
+def horovod_lines(out: str, rank: int, timestamp: bool) -> str:
+    """`out` as horovodrun's Gloo launcher forwards a rank's stdout: its own prefixing code
+    (horovod.runner.common.util.safe_shell_exec), "[<rank>]<stdout>:" and, with
+    --prefix-output-with-timestamp, the time before it."""
+    import io
+
+    from horovod.runner.common.util.safe_shell_exec import prefix_connection
+
+    read, write = os.pipe()
+    os.write(write, out.encode())  # a few hundred bytes: within a pipe's buffer
+    os.close(write)
+    forwarded = io.StringIO()
+    with os.fdopen(read, "rb") as source:
+        prefix_connection(source, forwarded, "stdout", rank, timestamp)
+    return forwarded.getvalue()
+
+
+def mpirun_lines(out: str, job: int, rank: int) -> str:
+    """`out` as Open MPI's `mpirun --tag-output` forwards a rank's stdout: "[<job>,<rank>]
+    <stdout>:" before each line (what horovod's mpi_run and SageMaker's MPI jobs run)."""
+    return "".join(f"[{job},{rank}]<stdout>:{line}\n" for line in out.splitlines())
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRY_TASKS))
+def test_metric_regexes_read_horovods_rank_prefixed_lines(entry, capsys):
+    """A multi-GPU job's log is Horovod's: each line the trainers' logger prints (rank 0's)
+    arrives prefixed with the rank, "[1,0]<stdout>:train step ...", where nothing but
+    punctuation stands before the prefix word. Each regex reads each value there, as on a
+    plain line, and never from another prefix's line."""
+    ls = load_launcher()
+    task = ls.entry_task(entry)
+    plain, values = logged_lines(task, lambda names: names, capsys)
+    assert plain.startswith(tuple(task.logged))  # the logger's own lines, unprefixed
+    logs = {"plain": plain, "mpirun": mpirun_lines(plain, 1, 0),
+            "gloo": horovod_lines(plain, 0, False),
+            "gloo with time": horovod_lines(plain, 0, True)}
+    assert logs["mpirun"].startswith("[1,0]<stdout>:") and "]<stdout>:" in logs["gloo"]
+    for how, log in logs.items():
+        assert len(log.splitlines()) == len(plain.splitlines()), how
+        for definition in ls.metric_definitions(task):
+            prefix, metric = definition["Name"].split(":")
+            found = re.findall(definition["Regex"], log, re.MULTILINE)
+            assert len(found) == 1, (how, definition, log)
+            assert float(found[0]) == pytest.approx(values[prefix][metric], rel=1e-3), (
+                how, definition)

@@ -16,29 +16,41 @@ from albert.errors import FlagError
 TRUE, FALSE = ("True", "true"), ("False", "false")
 
 
-def encode(argv: list[str]) -> tuple[dict[str, str], set[str]]:
+def encode(argv: list[str], parser=None) -> tuple[dict[str, str], set[str]]:
     """`--name value...` flags -> ({name: value}, the names given without a value). A flag's
     values are joined by spaces; one without a value is "True" (which only a flag that takes
-    none may be: the caller checks the names returned against the trainer's parser)."""
+    none may be: the caller checks the names returned against the trainer's parser). With the
+    trainer's `parser`, what decode could not give back as it was is refused (FlagError): a
+    multi-value flag's value holding a space (decode splits it there), several values for a
+    flag that takes one (decode would pass them as one)."""
     hp: dict[str, str] = {}
     bare: set[str] = set()
+    multi = multi_value_flags(parser) if parser is not None else set()
+    single = _single_value_flags(parser) if parser is not None else set()
     i = 0
     while i < len(argv):
         item = argv[i]
-        if not item.startswith("--"):
+        if not item.startswith("--") or item == "--" or item.startswith("--="):
             raise FlagError(f"unexpected argument {item!r}: training flags are --name value")
-        key, value = item[2:], None
+        key, values = item[2:], []
         if "=" in key:
-            key, value = key.split("=", 1)
+            key, value = key.split("=", 1)  # the first "=": a value may hold more (a=b, k=v/x)
+            values = [value]
         else:
-            values = []
             while i + 1 < len(argv) and not argv[i + 1].startswith("--"):
                 values.append(argv[i + 1])
                 i += 1
-            value = " ".join(values) if values else "True"
             if not values:
                 bare.add(key)
-        hp[key] = value
+        flag = f"--{key}"
+        if flag in multi and any(len(v.split()) != 1 for v in values):
+            raise FlagError(f"{flag} value {next(v for v in values if len(v.split()) != 1)!r}: "
+                            "a SageMaker hyperparameter passes this flag's values as one string "
+                            "split at spaces, so each value must be one word without spaces")
+        if flag in single and len(values) > 1:
+            raise FlagError(f"{flag} takes one value, got {len(values)}: "
+                            f"{' '.join(map(repr, values))}")
+        hp[key] = " ".join(values) if values else "True"
         i += 1
     return hp, bare
 
@@ -61,6 +73,12 @@ def multi_value_flags(parser) -> set[str]:
     return {option for action in parser.actions()
             if action.nargs in (argparse.ZERO_OR_MORE, argparse.ONE_OR_MORE)
             or (isinstance(action.nargs, int) and action.nargs > 1)
+            for option in action.option_strings}
+
+
+def _single_value_flags(parser) -> set[str]:
+    """The option strings of `parser` that take one value (nargs None or "?")."""
+    return {option for action in parser.actions() if action.nargs in (None, argparse.OPTIONAL)
             for option in action.option_strings}
 
 
