@@ -3,6 +3,7 @@ fresh process that loads it without this package reproducing the Keras model."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -170,7 +171,8 @@ def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_pat
     """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
     tokens. Refused, given or found beside the weights, and nothing is written."""
     model = AlbertForQuestionAnswering(tiny_config(vocab_size=1000)).build_for_config()
-    save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
+    save_pretrained(model, tmp_path / "hf")  # which refuses the pair (issue 50 item 15)
+    shutil.copyfile(sample_vocab, tmp_path / "hf" / "spiece.model")
     message = ("the vocabulary {} has 2000 pieces but the model's vocab_size is 1000: pass "
                "the --spm_model it was trained with")
     out = tmp_path / "serving" / "1"
@@ -494,3 +496,39 @@ def test_item6_fine_tune_export_dir_on_a_mount_point(sample_vocab, tmp_path, cap
     assert (run / "checkpoints" / "final" / "model.safetensors").is_file()
     assert (run / "checkpoints" / "ckpt-2.index").is_file()
     assert os.listdir(mount) == [] and sorted(os.listdir(tmp_path)) == ["mnt", "run", "topic"]
+
+
+# -- issue 50 -------------------------------------------------------------------------------------
+
+def exit_status(main, argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+@pytest.mark.parametrize("name", ["config.json", "albert_task.json"])
+def test_item9_a_model_file_that_is_not_utf8_is_one_line_in_export_and_answer(
+        name, sample_vocab, tmp_path, capsys):
+    """A config.json saved as Latin-1 gave albert.answer and albert.export a 20-frame
+    UnicodeDecodeError and exit 1; the task card beside it is read the same way."""
+    from albert import answer, export
+    from albert.io.task_card import TASK_FILE
+
+    model = tmp_path / "hf"
+    card = {"task": "squad", "features": {"max_seq_length": 32}, "labels": None,
+            "vocabulary_sha256": None}
+    save_pretrained(AlbertForQuestionAnswering(tiny_config()).build_for_config(), model,
+                    spm_model=sample_vocab, extra_json={TASK_FILE: card})
+    path = model / name
+    path.write_bytes(path.read_bytes().replace(b"{", b'{"note": "caf\xe9",', 1))
+    offset = path.read_bytes().index(b"\xe9")
+    expected = (f"{path}{' (of the model ' + str(model) + ')' if name == TASK_FILE else ''} is "
+                f"not UTF-8 JSON: byte 0xe9 at offset {offset} (invalid continuation byte)")
+    for main, argv in [(export.main, ["--head", "qa", "--output_dir", str(tmp_path / "out")]),
+                       (answer.main, ["--question", "who?", "--context", "mira owns it."])]:
+        assert exit_status(main, ["--checkpoint_path", str(model), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+        assert expected in err, err
+    assert not (tmp_path / "out").exists()

@@ -1,6 +1,7 @@
-"""albert.fs, the one atomic directory replace that save_pretrained, the SavedModel export and
-the data generator's output directory share: a write that fails midway leaves the old directory
-whole where it was, and nothing of the attempt beside it."""
+"""albert.fs, the one atomic directory replace that the toolkit's own directories (final/, best/),
+the SavedModel export and the data generator's output directory share: a write that fails midway
+leaves the old directory whole where it was, and nothing of the attempt beside it. And the write
+of files into somebody's directory (save_pretrained): each file replaced whole, the rest left."""
 
 import os
 import subprocess
@@ -202,3 +203,26 @@ def test_item6_a_target_no_rename_can_move_is_one_output_error(tmp_path, how, mo
                                   f"it, e.g. {target / '1'}")
     assert tree(target) == OLD
     assert os.listdir(tmp_path) == ["model"]
+
+
+def test_staged_files_replace_each_file_and_leave_the_others(tmp_path):
+    """Issue 50 item 3: the write into a directory somebody else owns (save_pretrained): each
+    new file takes its namesake's place, `remove` goes, every other file stays; a write that
+    fails leaves every file as it was, and a directory it made is gone again."""
+    target = tmp_path / "project"
+    write(target, {"README.md": "mine", "config.json": "old", "stale.json": "old",
+                   "src/train.py": "mine"})
+    with fs.staged_files(str(target), last=("config.json",), remove=("stale.json",)) as staged:
+        write(staged, {"config.json": "new", "model.bin": "new"})
+    assert tree(target) == {"README.md": "mine", "config.json": "new", "model.bin": "new",
+                            "src/train.py": "mine"}
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        with fs.staged_files(str(target), remove=("README.md",)) as staged:
+            write(staged, {"config.json": "half"})
+            raise RuntimeError("disk on fire")
+    assert tree(target) == {"README.md": "mine", "config.json": "new", "model.bin": "new",
+                            "src/train.py": "mine"}
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        with fs.staged_files(str(tmp_path / "new")) as staged:
+            raise RuntimeError("disk on fire")
+    assert sorted(os.listdir(tmp_path)) == ["project"]

@@ -38,7 +38,6 @@ from albert.cli.flags import (
     Parser,
     Renamed,
     check_fits,
-    check_vocabulary,
     run_main,
 )
 from albert.cli.serving import (
@@ -52,6 +51,7 @@ from albert.data import squad
 from albert.data.tokenization import load_tokenizer
 from albert.errors import CheckpointError
 from albert.io.pretrained import load_model, vocabulary_file
+from albert.io.weights import check_vocabulary
 from albert.model import MODEL_INPUTS
 from albert.model.config import AlbertConfig
 from albert.tasks.squad import VERSIONS

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-from albert.cli.flags import Parser, Renamed, check_vocabulary, run_main
+from albert.cli.flags import Parser, Renamed, run_main
 from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
 from albert.io.pretrained import load_model, vocabulary_file
@@ -33,6 +33,7 @@ from albert.io.savedmodel import (
     model_class,
 )
 from albert.io.task_card import read_task_card
+from albert.io.weights import check_vocabulary
 from albert.train.run_spec import file_sha256
 
 

@@ -46,7 +46,7 @@ def test_a_model_without_a_card_has_none(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("{not json", "is unreadable"),
-    (b"\xff\xfe\x00", "is unreadable"),
+    (b"\xff\xfe\x00", "is not UTF-8 JSON: byte 0xff at offset 0 (invalid start byte)"),
     ("[1, 2]", "does not hold a JSON object"),
 ])
 def test_a_damaged_card_is_a_checkpoint_error_naming_the_file(content, message, tmp_path):
@@ -92,3 +92,14 @@ def test_item8_a_run_record_whose_spec_is_not_an_object(tmp_path):
     with pytest.raises(CheckpointError, match="its 'spec' is a string, expected an object; it is "
                                               "the run record of the model"):
         read_task_card(str(tmp_path))
+
+
+def test_the_card_names_the_model_class_that_the_export_head_of_its_task_needs():
+    """CARD_MODELS (what save_pretrained checks a card left in a directory against) and the
+    SavedModel export's CARD_TASKS -> TASKS say the same of every task."""
+    from albert.io.savedmodel import CARD_TASKS, TASKS
+    from albert.io.task_card import CARD_MODELS
+
+    assert set(CARD_MODELS) == set(CARD_TASKS)
+    for task, head in CARD_TASKS.items():
+        assert CARD_MODELS[task] == TASKS[head][0], task

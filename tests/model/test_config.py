@@ -262,3 +262,18 @@ def test_item3_override_words_are_config_json_values():
     # An integer where a float belongs is that float (Google's configs write dropout 0).
     assert _parse_override("hidden_dropout_prob=0") == ("hidden_dropout_prob", 0.0)
     assert AlbertConfig.from_preset("tiny", hidden_dropout_prob=0).hidden_dropout_prob == 0.0
+
+
+def test_issue50_item9_a_config_that_is_not_utf8_is_one_config_error(tmp_path):
+    """A config.json saved as Latin-1 raised a bare UnicodeDecodeError (a traceback in every
+    command); Google's albert_config.json the same."""
+    from albert.errors import ConfigError
+
+    for name, read in (("config.json", AlbertConfig.from_json_file),
+                       ("albert_config.json", AlbertConfig.from_google_json_file)):
+        path = tmp_path / name
+        path.write_bytes(b'{"vocab_size": 30, "note": "na\xefve"}')
+        with pytest.raises(ConfigError) as error:
+            read(path)
+        assert str(error.value) == (f"{path} is not UTF-8 JSON: byte 0xef at offset 30 "
+                                    "(invalid continuation byte)")

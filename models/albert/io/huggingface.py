@@ -17,6 +17,7 @@ import numpy as np
 
 from albert.data.tokenization import write_tokenizer_files
 from albert.errors import CheckpointError
+from albert.fs import take_umask_mode
 from albert.io.weights import assign, check_config
 from albert.model.config import AlbertConfig
 
@@ -169,18 +170,9 @@ def load_huggingface(cls, directory: str, config: AlbertConfig | None, require_h
 # -- writing --------------------------------------------------------------------------------------
 
 
-def write_huggingface(model, directory: str, spm_model: str | None = None,
-                      extra_json: dict | None = None) -> None:
-    """Write config.json + model.safetensors (+ the tokenizer files of `spm_model`, + each
-    {file name: object} of extra_json) into the existing `directory`, so that transformers loads
-    it. Not atomic by itself: io.pretrained.save_pretrained writes through albert.fs."""
-    from safetensors.numpy import save_file  # only Hugging Face weight files need it
-
-    if getattr(model.config, "pre_layer_norm", False):
-        logger.warning(
-            "exporting a pre-LayerNorm ALBERT: albert.load_pretrained loads it, but "
-            "transformers' AlbertModel has no pre-LN variant and would compute something else"
-        )
+def state_dict(model) -> dict[str, np.ndarray]:
+    """`model`'s weights as transformers' state dict names and lays them out (float32, Linear
+    weights [out, in])."""
     tensors = {}
     for name, var, transpose in model_variables(model):
         value = np.asarray(var.numpy(), dtype=np.float32)
@@ -188,6 +180,23 @@ def write_huggingface(model, directory: str, spm_model: str | None = None,
     if "predictions.bias" in tensors:
         # HF ties decoder.bias to predictions.bias; writing both keeps older loaders happy.
         tensors["predictions.decoder.bias"] = tensors["predictions.bias"].copy()
+    return tensors
+
+
+def write_huggingface(model, directory: str, spm_model: str | None = None,
+                      extra_json: dict | None = None) -> None:
+    """Write config.json + model.safetensors (+ the tokenizer files of `spm_model`, + each
+    {file name: object} of extra_json) into the existing `directory`, so that transformers loads
+    it. Not atomic by itself: io.pretrained's save_pretrained and replace_pretrained write
+    through albert.fs."""
+    from safetensors.numpy import save_file  # only Hugging Face weight files need it
+
+    if getattr(model.config, "pre_layer_norm", False):
+        logger.warning(
+            "exporting a pre-LayerNorm ALBERT: albert.load_pretrained loads it, but "
+            "transformers' AlbertModel has no pre-LN variant and would compute something else"
+        )
+    tensors = state_dict(model)
     config = model.config.to_dict()
     config["architectures"] = [_architecture(model)]
     config.update(_classifier_config(model))
@@ -195,6 +204,7 @@ def write_huggingface(model, directory: str, spm_model: str | None = None,
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")
     save_file(tensors, os.path.join(directory, SAFETENSORS_NAME), metadata={"format": "pt"})
+    take_umask_mode(os.path.join(directory, SAFETENSORS_NAME))  # save_file leaves it 0600
     if spm_model:
         write_tokenizer_files(spm_model, directory)
     for name, obj in (extra_json or {}).items():

@@ -8,18 +8,23 @@ Three layouts are read, told apart by their files:
   under `model/` and config.json beside it, as albert.train.checkpoint_store writes them.
 
 `load_pretrained` reads the first two (a released model to start from); `load_model` all three,
-and insists on every weight of the class asked for. `save_pretrained` writes the first, atomically
-(albert.fs). The model classes come in as arguments: this module never imports
-albert.model.modeling.
+and insists on every weight of the class asked for. `save_pretrained` writes the first into a
+directory as transformers does, each file atomically, leaving the directory's other files;
+`replace_pretrained` writes it as a whole new directory that replaces the old one (albert.fs),
+for the directories the toolkit owns. The model classes come in as arguments: this module never
+imports albert.model.modeling.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 
-from albert.errors import CheckpointError  # the one class; importable from here too
-from albert.fs import staged_directory
+from albert.data.tokenization import load_spm, vocab_checksum
+from albert.errors import CheckpointError, DataError  # CheckpointError importable from here too
+from albert.fs import staged_directory, staged_files
 from albert.io.google_tf1 import (
     GOOGLE_VOCAB_NAME,
     google_checkpoint_prefix,
@@ -33,10 +38,19 @@ from albert.io.huggingface import (
     load_huggingface,
     write_huggingface,
 )
+from albert.io.task_card import TASK_FILE, card_misfit
+from albert.io.weights import check_vocabulary
 from albert.model.config import GOOGLE_CONFIG_NAME, AlbertConfig
 
 __all__ = ["CheckpointError", "load_model", "load_pretrained", "pretrained_kind",
-           "save_pretrained", "vocabulary_file"]
+           "replace_pretrained", "save_pretrained", "vocabulary_file"]
+
+logger = logging.getLogger(__name__)
+
+# Tokenizer files a directory may hold beside spiece.model that a new vocabulary makes stale
+# and write_tokenizer_files does not write (it writes spiece.model, tokenizer.json and
+# tokenizer_config.json): SentencePiece's piece list, transformers' special and added tokens.
+STALE_WITH_A_NEW_VOCABULARY = ("spiece.vocab", "special_tokens_map.json", "added_tokens.json")
 
 
 def pretrained_kind(path) -> str:
@@ -193,12 +207,75 @@ def load_model(cls, path, **options):
 
 def save_pretrained(model, path, spm_model: str | None = None,
                     extra_json: dict | None = None) -> None:
-    """Write config.json + model.safetensors (+ spiece.model) so transformers can load the dir;
-    extra_json: {file name: object} written beside them (a fine-tune's task card).
+    """Write config.json + model.safetensors (+ the tokenizer files of spm_model) into the
+    directory `path` so transformers can load it; extra_json: {file name: object} written beside
+    them (a fine-tune's task card).
+
+    As transformers' save_pretrained: `path` is created if missing, and every file of it that
+    is not one of these stays (a project's own files; the vocabulary and task card of the model
+    it was loaded from, when saved back without spm_model). Each file is replaced in one rename
+    (albert.fs.staged_files), config.json last: an interrupted save leaves every earlier file
+    whole. Checked before anything is written: a vocabulary (given, or already in `path`) whose
+    size is not the model's vocab_size. A task card in `path` that does not describe this model
+    (another task's, another vocabulary's) is removed with a warning.
+    """
+    directory = os.fspath(path)
+    remove = _stale_files(model, directory, spm_model, extra_json)
+    with staged_files(directory, last=("config.json",), remove=remove) as staged:
+        write_huggingface(model, staged, spm_model=spm_model, extra_json=extra_json)
+
+
+def replace_pretrained(model, path, spm_model: str | None = None,
+                       extra_json: dict | None = None) -> None:
+    """save_pretrained's files as a whole new directory that replaces `path`: for the
+    directories the toolkit owns (a run's final/ and best/), where nothing else belongs and a
+    reader must see the old export or the new one, never a mix.
 
     Written to a temporary sibling directory that then replaces `path` (albert.fs), so an
     interrupted save never leaves a half-written checkpoint under `path`, nor a missing one
     where a checkpoint was.
     """
+    if spm_model:
+        _check_vocabulary(model, spm_model)
     with staged_directory(os.fspath(path)) as staged:
         write_huggingface(model, staged, spm_model=spm_model, extra_json=extra_json)
+
+
+def _check_vocabulary(model, spm_model: str) -> None:
+    # transformers would load the pair and fail on the first id past the embedding table.
+    check_vocabulary(model.config, load_spm(spm_model).GetPieceSize(), spm_model,
+                     given_as="spm_model")
+
+
+def _stale_files(model, directory: str, spm_model: str | None,
+                 extra_json: dict | None) -> tuple[str, ...]:
+    """The checks before save_pretrained writes into `directory`, and the names of its files
+    that the save makes stale (to remove once the new files are in)."""
+    present = os.path.join(directory, HF_VOCAB_NAME)
+    stale = []
+    if spm_model:
+        _check_vocabulary(model, spm_model)
+        if os.path.isfile(present) and vocab_checksum(present) != vocab_checksum(spm_model):
+            stale += [n for n in STALE_WITH_A_NEW_VOCABULARY
+                      if os.path.isfile(os.path.join(directory, n))]
+    elif os.path.isfile(present):
+        try:
+            pieces = load_spm(present).GetPieceSize()
+        except DataError:
+            pieces = None  # not a vocabulary: loading the directory says so
+        if pieces is not None:
+            # It would be this model's vocabulary after the save.
+            check_vocabulary(model.config, pieces, present, given_as="spm_model")
+    card_path = os.path.join(directory, TASK_FILE)
+    if TASK_FILE not in (extra_json or {}) and os.path.isfile(card_path):
+        try:
+            with open(card_path, encoding="utf-8") as f:
+                card = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            card = None  # unreadable: reading the model's card says so, naming it
+        why = card_misfit(card, model, vocab_checksum(spm_model) if spm_model else None) \
+            if isinstance(card, dict) else None
+        if why:
+            logger.warning("removing %s from %s: %s", TASK_FILE, directory, why)
+            stale.append(TASK_FILE)
+    return tuple(stale)

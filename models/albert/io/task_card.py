@@ -19,6 +19,13 @@ from albert.io.run_record import RunRecord
 TASK_FILE = "albert_task.json"
 
 
+# The model class each fine-tuning task's card describes (by name: this module imports no model).
+# io.savedmodel's CARD_TASKS names the export head of each; a test keeps the two in agreement.
+CARD_MODELS = {"squad": "AlbertForQuestionAnswering",
+               "classification": "AlbertForSequenceClassification",
+               "regression": "AlbertForSequenceClassification",
+               "pretraining": "AlbertForPreTraining"}
+
 # The feature settings a serving tool reads as whole numbers.
 WHOLE_NUMBERS = ("max_seq_length", "doc_stride", "max_query_length")
 
@@ -47,9 +54,13 @@ def read_task_card(path: str) -> dict | None:
         if not os.path.isfile(candidate):
             continue
         try:
-            with open(candidate, encoding="utf-8") as f:
-                found = json.load(f)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            with open(candidate, "rb") as f:
+                found = json.loads(f.read().decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise CheckpointError(f"{candidate} (of the model {path}) is not UTF-8 JSON: byte "
+                                  f"{e.object[e.start]:#04x} at offset {e.start} "
+                                  f"({e.reason})") from None
+        except (OSError, json.JSONDecodeError) as e:
             raise CheckpointError(f"{candidate} (of the model {path}) is unreadable "
                                   f"({e})") from None
         if not isinstance(found, dict):
@@ -104,3 +115,26 @@ def check_card(card: dict, where: str) -> dict:
         if len(set(labels)) != len(labels):
             raise CheckpointError(f"{where}: \"labels\" names a label twice: {labels}")
     return card
+
+
+def card_misfit(card: dict, model, vocabulary_sha256: str | None = None) -> str | None:
+    """Why `card` does not describe `model` (a card left beside another model), or None when
+    it may: a card of another task's model, a regression card on a classifier (or the reverse),
+    labels of another number than the classifier's outputs, or (vocabulary_sha256 given: the
+    vocabulary saved with the model) another vocabulary than the card's."""
+    task = card.get("task")
+    expected = CARD_MODELS.get(task)
+    if expected and expected not in {c.__name__ for c in type(model).__mro__}:
+        return f"it is the card of a {task} model, not of an {type(model).__name__}"
+    outputs = getattr(model, "num_labels", None)
+    if task == "regression" and outputs != 1:
+        return f"it is the card of a regression model, not of a {outputs}-label classifier"
+    if task == "classification" and outputs == 1:
+        return "it is the card of a classifier, not of a regression model"
+    labels = card.get("labels")
+    if task == "classification" and isinstance(labels, list) and len(labels) != outputs:
+        return f"it names {len(labels)} labels for a classifier with {outputs} outputs"
+    recorded = card.get("vocabulary_sha256")
+    if vocabulary_sha256 and recorded and recorded != vocabulary_sha256:
+        return "it records another vocabulary than the one saved with the model"
+    return None

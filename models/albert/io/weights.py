@@ -1,6 +1,8 @@
 """Copying a checkpoint's tensors into a model, checked: the one place where both published
 layouts (io.huggingface, io.google_tf1) meet the model's variables, so that a missing tensor, a
-shape that does not fit or a config that differs reads the same whichever layout it came from."""
+shape that does not fit or a config that differs reads the same whichever layout it came from.
+Also the one check that a vocabulary fits a model (check_vocabulary), which every tool and
+save_pretrained make before pairing the two."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import logging
 
 import numpy as np
 
-from albert.errors import CheckpointError
+from albert.errors import CheckpointError, FlagError
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +32,16 @@ def check_config(source: str, file_config, config):
             f"config of {source} does not match the requested model: " + "; ".join(diffs)
         )
     return config
+
+
+def check_vocabulary(config, pieces: int, spm_model: str, given_as: str = "--spm_model") -> None:
+    """The one check that a vocabulary's size is the model's (else its ids mean other tokens,
+    or index past the embedding table: transformers' IndexError). `given_as` names how the
+    caller takes the vocabulary (a flag, or save_pretrained's argument)."""
+    if pieces != config.vocab_size:
+        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
+                        f"vocab_size is {config.vocab_size}: pass the {given_as} it was "
+                        "trained with")
 
 
 def assign(model, state: dict, names, source: str, optional: set, require_heads: bool):

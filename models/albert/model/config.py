@@ -99,6 +99,23 @@ def _kind(value: Any) -> str:
     return repr(value)
 
 
+def _read_json(path: str) -> Any:
+    """A config file's JSON; a file that is not UTF-8 JSON is one ConfigError naming it."""
+    try:
+        with open(path, "rb") as f:
+            # Decoded whole, so that an error's offset is the file's.
+            return json.loads(f.read().decode("utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"model config not found: {path}") from None
+    except UnicodeDecodeError as e:
+        # JSON is UTF-8 (RFC 8259); a config saved in another encoding (Latin-1, UTF-16) is
+        # not read as one.
+        raise ConfigError(f"{path} is not UTF-8 JSON: byte {e.object[e.start]:#04x} at "
+                          f"offset {e.start} ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path} is not valid JSON: {e}") from None
+
+
 def check_field(name: str, value: Any) -> Any:
     """`value` as AlbertConfig.`name` holds it, or ConfigError (a ValueError) naming the field.
 
@@ -225,13 +242,7 @@ class AlbertConfig:
         path = os.fspath(path)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"model config not found: {path}") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path} is not valid JSON: {e}") from None
+        data = _read_json(path)
         if not isinstance(data, dict):
             raise ConfigError(f"{path} must hold a JSON object (an ALBERT config.json)")
         model_type = data.get("model_type", "albert")
@@ -280,13 +291,7 @@ class AlbertConfig:
         path = os.fspath(path)
         if os.path.isdir(path):
             path = os.path.join(path, GOOGLE_CONFIG_NAME)
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"model config not found: {path}") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path} is not valid JSON: {e}") from None
+        data = _read_json(path)
         return cls.from_google_dict(data, source=path)
 
     def to_json_file(self, path: str | os.PathLike) -> None:

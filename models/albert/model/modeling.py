@@ -70,8 +70,9 @@ class _AlbertTaskModel(keras.Model):
 
     def save_pretrained(self, path, spm_model: str | None = None,
                         extra_json: dict | None = None) -> None:
-        """Write this model as a Hugging Face directory at `path`:
-        `albert.save_pretrained(self, path, ...)`, the same arguments, behaviour and errors."""
+        """Write this model's Hugging Face files into the directory `path`, leaving its other
+        files (as transformers does): `albert.save_pretrained(self, path, ...)`, the same
+        arguments, behaviour and errors."""
         # albert.io sits a layer above the model: see from_pretrained.
         from albert.io.pretrained import save_pretrained
 

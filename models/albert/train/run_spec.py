@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
+from albert.io.weights import check_vocabulary  # noqa: F401 (one check, re-exported)
 from albert.model.config import PRESETS, AlbertConfig, check_field
 from albert.train.batch_plan import PlanError, resolve_batch_plan
 
@@ -314,14 +315,6 @@ def check_fits(config, max_seq_length: int) -> None:
     if max_seq_length > config.max_position_embeddings:
         raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
                         f"max_position_embeddings ({config.max_position_embeddings})")
-
-
-def check_vocabulary(config, pieces: int, spm_model: str) -> None:
-    """The one check that a vocabulary's size is the model's (else its ids mean other tokens)."""
-    if pieces != config.vocab_size:
-        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
-                        f"vocab_size is {config.vocab_size}: pass the --spm_model it was "
-                        "trained with")
 
 
 def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int,
