@@ -25,7 +25,9 @@ update's losses agree to float32 rounding.
 The JSON (--output) holds both curves ("ours", "reference": "evals" and per-update "train_loss",
 "grad_norm"), the first update's losses, the largest difference of the two schedules' learning
 rates, and the noise to judge the gap by: the binomial standard error of the masked-LM accuracy
-on the validation tokens and the spread of each side's last evaluations.
+on the validation tokens and the spread of each side's last evaluations. A side whose losses stop
+being finite has diverged: "diverged" names where, the closing line says so instead of comparing,
+and the exit status is 1 (a non-finite number is null in the JSON).
 """
 
 from __future__ import annotations
@@ -85,6 +87,13 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.threads < 0:
         raise FlagError(f"--threads must be 0 or more, got {args.threads}")
+    # nan passes every comparison with a bound: both sides would train on NaN from the first
+    # update and then agree to the digit.
+    if not math.isfinite(args.learning_rate) or args.learning_rate < 0:
+        raise FlagError(f"--learning_rate must be a finite number of 0 or more, got "
+                        f"{args.learning_rate}")
+    if args.warmup_steps < 0:
+        raise FlagError(f"--warmup_steps must be 0 or more, got {args.warmup_steps}")
     for flag in ("steps", "batch_size", "eval_every", "eval_batches"):
         if getattr(args, flag) < 1:
             raise FlagError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
@@ -370,19 +379,55 @@ def run(args) -> int:
         curves["reference"]["grad_norm"].append(ref_norm)
         timing["ours_s"] += t1 - t0
         timing["reference_s"] += time.time() - t1
-        lr_diff = max(lr_diff, abs(float(result["learning_rate"]) - lr))
+        # max() would pass over a NaN difference (every comparison with it is false).
+        diff = abs(float(result["learning_rate"]) - lr)
+        lr_diff = max(lr_diff, diff) if math.isfinite(diff) else math.inf
         done = step + 1
         if done % args.eval_every == 0 or done == len(train):
             evaluate(done)
 
+    return report(args, curves, lr_diff, val, settings,
+                  {"wall": time.time() - started, **{k: round(v, 1) for k, v in timing.items()}})
+
+
+def report(args, curves, lr_diff, val, settings, seconds) -> int:
+    """--output and the closing lines; the exit status: 0 when both sides trained to finite
+    losses, 1 when either diverged (then there is no agreement to report)."""
     result = summarize(args, curves, lr_diff, val, settings)
-    result["seconds"] = {"wall": time.time() - started,
-                         **{k: round(v, 1) for k, v in timing.items()}}
-    with open(args.output, "w") as f:
-        json.dump(result, f, indent=1)
-        f.write("\n")
+    result["seconds"] = seconds
+    write_json(args.output, result)
     print(closing_lines(result), flush=True)
-    return 0
+    return 1 if result["diverged"] else 0
+
+
+def first_non_finite(curve: dict) -> str | None:
+    """Where a side's losses stop being numbers ("update 3", "evaluation at step 10"); None
+    while every one is finite."""
+    for update, loss in enumerate(curve["train_loss"], start=1):
+        if loss is None or not math.isfinite(loss):
+            return f"update {update} (training loss {loss})"
+    for e in curve["evals"]:
+        for key in ("loss", "mlm_loss", "sop_loss"):
+            if e[key] is None or not math.isfinite(e[key]):
+                return f"the evaluation at step {e['step']} ({key} {e[key]})"
+    return None
+
+
+def finite_or_null(value):
+    """`value` with every non-finite float as null: JSON has no NaN or Infinity."""
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(v) for v in value]
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json(path: str, result: dict) -> None:
+    with open(path, "w") as f:
+        json.dump(finite_or_null(result), f, indent=1, allow_nan=False)
+        f.write("\n")
 
 
 def summarize(args, curves, lr_diff, val, settings) -> dict:
@@ -396,7 +441,10 @@ def summarize(args, curves, lr_diff, val, settings) -> dict:
                                                          strict=True)]
     spread = {side: float(np.std([e["mlm_acc"] for e in c["evals"][-LAST_POINTS:]]))
               for side, c in curves.items()}
+    diverged = {side: where for side, where in ((side, first_non_finite(c))
+                                                for side, c in curves.items()) if where}
     return {
+        "diverged": diverged,
         "config": vars(args),
         "pipeline_settings": settings,
         "eval_tokens": tokens, "eval_sequences": sequences,
@@ -429,6 +477,19 @@ def row(ours: dict, ref: dict) -> str:
 
 
 def closing_lines(result) -> str:
+    diverged = result["diverged"]
+    if diverged:
+        # A diverged run agrees with nothing: its gaps are NaN, and max() and the formats would
+        # show them as agreement.
+        where = "; ".join(f"{side} at {at}" for side, at in diverged.items())
+        if len(diverged) == 2:
+            advice = (f"both did: lower --learning_rate (now "
+                      f"{result['config']['learning_rate']:g}) or raise --warmup_steps")
+        else:
+            [other] = set(result["first_update_loss"]) - set(diverged)
+            advice = f"the {other} side did not: the two trainers disagree"
+        return (f"diverged: {where}; no comparison ({advice})\n"
+                f"wall {result['seconds']['wall']:.0f} s")
     lines = []
     n = result["noise"]
     first = result["first_update_loss"]

@@ -4,6 +4,7 @@ defines, lazily, and nothing else is offered."""
 import importlib
 import json
 import os
+import runpy
 import subprocess
 import sys
 
@@ -102,3 +103,24 @@ def test_tensorflow_keeps_its_cpu_buffers_unless_the_user_says_otherwise(setting
         assert info is not None and info["peak"] >= 2 * 512 * 512 * 4
     else:
         assert info is None
+
+
+def _run_init(monkeypatch, **environ):
+    """albert/__init__.py's module code run afresh (as `import albert` in a new interpreter runs
+    it) under `environ` (None: unset); the environment it leaves."""
+    for name, value in environ.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    runpy.run_path(albert.__file__, run_name="albert_init_probe")
+    return {name: os.environ.get(name) for name in environ}
+
+
+@pytest.mark.parametrize("name, default, users", [("TF_CPU_ALLOCATOR_USE_BFC", "true", "false"),
+                                                  ("KERAS_BACKEND", "tensorflow", "jax")])
+def test_import_sets_a_default_and_a_value_the_user_set_wins(monkeypatch, name, default, users):
+    """Issue 50: `import albert` chooses TensorFlow's BFC CPU allocator (and Keras' backend)
+    only where the user said nothing; TF_CPU_ALLOCATOR_USE_BFC=false stays false."""
+    assert _run_init(monkeypatch, **{name: None}) == {name: default}
+    assert _run_init(monkeypatch, **{name: users}) == {name: users}

@@ -3,13 +3,24 @@ text; the generator's instances match them, and a generator that masks 30% or ne
 random token does not."""
 
 import random
+import types
 
+import numpy as np
 import pytest
 
 from albert.data.corpus import ReadStats, finish_document, read_documents
-from albert.data.pretraining import MASK_ID, InstanceMaker, InstanceOptions, is_start_piece
+from albert.data.pretraining import (
+    CLS_ID,
+    MASK_ID,
+    SEP_ID,
+    InstanceMaker,
+    InstanceOptions,
+    is_start_piece,
+)
 from albert.data.record_stats import (
     MASKING,
+    SEQUENCES,
+    TOLERANCE_SE,
     Comparison,
     Vocabulary,
     google_packing,
@@ -98,3 +109,46 @@ def test_generator_masks_as_google_and_a_wrong_one_is_caught(sample_vocab, sampl
     kept = _compare(maker, sample_documents, vocab)
     assert kept["masked -> random token"].ours == 0 and kept["masked -> random token"].ok is False
     assert kept["masked -> kept"].ok is False
+
+
+def _packed_rows(docs, records, dupe_factor, seq=64):
+    """The sequence rows of `records` ((length, SOP label) each) against google's packing of
+    `docs` (sentence lengths); every token a start piece of a 100-piece vocabulary, since only
+    the lengths and labels count here."""
+    vocab = types.SimpleNamespace(size=100, google=[True] * 100, ours=[True] * 100)
+    comparison = Comparison(vocab, seq, 10, {"dupe_factor": dupe_factor}, seed=1)
+    for length, label in records:
+        comparison.add([CLS_ID] + [10] * (length - 2) + [SEP_ID], None, [], [], label)
+    comparison.add_packing(docs)
+    return comparison, {row.name: row for row in comparison.rows()}
+
+
+def test_a_packing_off_by_a_tenth_is_flagged_on_the_sequence_rows():
+    """Issue 50: the sequence rows' tolerance is 4 standard errors of the difference, with the
+    passes' spread divided (not multiplied) by the square root of the passes: records packed by
+    google's rules (another draw) pass; records packed 10% short are flagged. A tolerance 20x
+    looser would pass them."""
+    rng = random.Random(0)
+    docs = [[rng.randint(3, 20) for _ in range(rng.randint(1, 12))] for _ in range(100)]
+    dupe_factor = 8
+
+    def packed(shrink=1.0):
+        draw = random.Random(7)
+        return [(max(3, round(length * shrink)), label)
+                for _ in range(dupe_factor)
+                for instances in google_packing(docs, 64, 0.1, draw)
+                for length, label in instances]
+
+    comparison, rows = _packed_rows(docs, packed(), dupe_factor)
+    for name in SEQUENCES:
+        assert rows[name].ok, rows[name]
+        # Two sources of error, each the spread between google's passes over the root of at
+        # least 8 passes: together under half that spread.
+        column = len(MASKING) + SEQUENCES.index(name)
+        spread = np.std([p[column, 0] / p[column, 1] for p in comparison.packing], ddof=1)
+        assert rows[name].tolerance <= TOLERANCE_SE * spread * 0.5, rows[name]
+        assert rows[name].tolerance < 0.1, rows[name]
+
+    _, short = _packed_rows(docs, packed(shrink=0.9), dupe_factor)
+    fill = short["fill (tokens / max_seq_length)"]
+    assert fill.ours == pytest.approx(0.9 * fill.google, rel=0.03) and fill.ok is False, fill

@@ -285,9 +285,9 @@ def test_a_record_without_a_top_level_start_takes_its_specs(tmp_path):
     ({"best": {"metric": "f1", "value": "high", "step": 4}}, "its best is "),
     ({"best": {"metric": "f1", "value": 0.5}},
      """its best is {"metric": "f1", "value": 0.5}, expected a metric's name, a numeric value"""),
-    ({"step": "7"}, "its 'step' is a string, expected a number"),
-    ({"finished": 1}, "its 'finished' is a number, expected a boolean"),
-    ({"bias_correction": "on"}, "its 'bias_correction' is a string, expected a boolean"),
+    ({"step": "7"}, """its 'step' is a string ("7"), expected an integer"""),
+    ({"finished": 1}, "its 'finished' is an integer (1), expected a boolean"),
+    ({"bias_correction": "on"}, """its 'bias_correction' is a string ("on"), expected a boolean"""),
     ({"spec": {"started_from": "scratch"}}, "its spec.started_from is a string"),
 ])
 def test_a_record_of_the_wrong_shape_is_one_error_naming_it(record, wrong, tmp_path):
@@ -312,3 +312,19 @@ def test_a_record_of_the_wrong_shape_stops_a_start_and_overwrite_discards_it(tmp
     assert start_state(trainer, store, load_from="scratch", checkpoint_path=None,
                        overwrite=True) == "new"
     assert RunRecord(str(tmp_path)).read()["started_from"]["load_from"] == "scratch"
+
+
+def test_a_resume_of_a_finished_run_stays_finished_unless_it_has_more_to_train(tmp_path):
+    """Issue 50: the same command after its run ended resumes a finished run (the runner then
+    says so and trains nothing); raising --total_steps makes it unfinished again."""
+    _saved_run(tmp_path, {"started_from": SCRATCH, "finished": True, "step": 1,
+                          "total_steps": 1})
+    for total_steps, finished in ((1, True), (3, False)):
+        trainer = make_trainer()
+        assert start_state(trainer, CheckpointStore(str(tmp_path), trainer.trackables(),
+                                                    Distributed()),
+                           load_from="scratch", checkpoint_path=None,
+                           record={"started_from": SCRATCH, "total_steps": total_steps,
+                                   "finished": False}) == "resumed"
+        assert int(trainer.step) == 1
+        assert RunRecord(str(tmp_path)).read()["finished"] is finished, total_steps

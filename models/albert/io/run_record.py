@@ -14,11 +14,30 @@ from albert.errors import CheckpointError
 
 RUN_RECORD = "run.json"
 
-# The record's entries that a resume reads, and their JSON types (bool before int: a bool is an
-# int to Python, not to a record).
+# Every entry a record holds, and what each must be: a hand-edited run.json of another shape is
+# refused when read, in one line, instead of failing later (after training) with a traceback.
 _OBJECT_ENTRIES = ("spec", "started_from", "xla", "batch_plan", "best", "versions")
-_OTHER_ENTRIES = {"bias_correction": (bool,), "finished": (bool,), "step": (int,),
-                  "total_steps": (int,), "labels": (list, type(None)), "task": (str,)}
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_OTHER_ENTRIES = {
+    "bias_correction": (lambda v: isinstance(v, bool), "a boolean"),
+    "finished": (lambda v: isinstance(v, bool), "a boolean"),
+    "step": (_integer, "an integer"),
+    "total_steps": (_integer, "an integer"),
+    "labels": (lambda v: v is None or _strings(v), "a list of strings or null"),
+    "task": (lambda v: isinstance(v, str), "a string"),
+    "command": (_strings, "a list of strings"),
+}
+RECORD_ENTRIES = (*_OBJECT_ENTRIES, *_OTHER_ENTRIES)
+_BATCH_PLAN = ("ranks", "micro_batch", "accumulation", "global_batch")
 
 
 class RunRecord:
@@ -48,12 +67,23 @@ class RunRecord:
         return record
 
     def write(self, record: dict) -> None:
-        """Replace the record in one rename, so a crash leaves the old record or the new, never
-        half of one."""
+        """Replace the record in one rename, so a crash (or a full disk) leaves the old record or
+        the new, never half of one: the new one is written whole and synced beside it first."""
         os.makedirs(self.directory, exist_ok=True)
-        with open(self.path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
-        os.replace(self.path + ".tmp", self.path)
+        # Beside the record, so the rename stays on one filesystem; open() makes it with the
+        # umask's mode, as the record would have been made.
+        temporary = self.path + ".tmp"
+        try:
+            with open(temporary, "w", encoding="utf-8") as f:
+                json.dump(record, f, indent=2)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+            raise
+        _sync_directory(self.directory)
 
     def update(self, **entries) -> dict:
         """The record with `entries` replaced (a record is made when there is none); returns
@@ -71,9 +101,28 @@ class RunRecord:
         return (self.read() or {}).get("best")
 
 
+def _sync_directory(directory: str) -> None:
+    """Make a rename in `directory` survive a power cut (where the filesystem can say so)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot sync a directory; the rename is still atomic
+    finally:
+        os.close(fd)
+
+
 def _kind(value) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            type(None): "null"}.get(type(value), "a number")
+            int: "an integer", type(None): "null"}.get(type(value), "a number")
+
+
+def _show(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _number(value) -> bool:
@@ -87,11 +136,15 @@ def shape_error(record) -> str | None:
     for name in _OBJECT_ENTRIES:
         if name in record and not isinstance(record[name], dict):
             return f"its {name!r} is {_kind(record[name])}, expected an object"
-    for name, types in _OTHER_ENTRIES.items():
-        value = record.get(name)
-        if name in record and (not isinstance(value, types)
-                               or (bool not in types and isinstance(value, bool))):
-            return f"its {name!r} is {_kind(value)}, expected {_kind(types[0]())}"
+    for name, (fits, expected) in _OTHER_ENTRIES.items():
+        if name in record and not fits(record[name]):
+            return (f"its {name!r} is {_kind(record[name])} ({_show(record[name])}), "
+                    f"expected {expected}")
+    plan = record.get("batch_plan") or {}
+    for name in _BATCH_PLAN:
+        if name in plan and not _integer(plan[name]):
+            return (f"its batch_plan.{name} is {_kind(plan[name])} ({_show(plan[name])}), "
+                    "expected an integer")
     spec = record.get("spec") or {}
     for name in ("started_from", "features", "model_config"):
         if name in spec and not isinstance(spec[name], dict | type(None)):
