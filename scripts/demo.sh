@@ -19,7 +19,8 @@
 #                                kind and rate, width, length), one change at a time, 1,000 steps
 #                                each (SWEEP_STEPS), all scored on the demo's held-out records
 #                                (albert.demo.sweep; SWEEP_VARIANTS="demo lr0.02" for some)
-# Everything lands in demo_output/ (DEMO_DIR=... to change).
+# Everything lands in demo_output/ (DEMO_DIR=... to change: a new or empty folder, or one the
+# demo made, which it marks with .albert-demo; each run empties it of the names it writes).
 #   DEMO_SEED=N     seed of the pretraining and of the first fine-tune of each start; the others
 #                   use N+1 (and N+2) (default 1); the question set is the same for every seed
 #   DEMO_QUICK=1    a few steps of everything: checks the pipeline, far too short for pretraining
@@ -30,16 +31,19 @@
 # TensorBoard: tensorboard --logdir demo_output (pretraining curves against their baselines,
 # the fine-tunes overlaid).
 set -euo pipefail
+# Every input is checked before setup and before anything is deleted: each refusal is one line
+# and exit 2, and leaves the user's files as they were.
+refuse() { echo "scripts/demo.sh: $*" >&2; exit 2; }
 MODE=${1:-all}
 case $MODE in
     all|few_labels|sweep) ;;
-    *) echo "scripts/demo.sh: unknown part '$MODE': expected nothing (the demo), few_labels or sweep" >&2
-       exit 2 ;;
+    *) refuse "unknown part '$MODE': expected nothing (the demo), few_labels or sweep" ;;
 esac
+[ $# -le 1 ] || refuse "unexpected '${*:2}' after '$1': expected one part at most: nothing" \
+                       "(the demo), few_labels or sweep"
 # A relative DEMO_DIR is the caller's; the default, demo_output/, is in the checkout.
 case ${DEMO_DIR:-} in ""|/*) ;; *) DEMO_DIR=$PWD/$DEMO_DIR ;; esac
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
 PY=.venv/bin/python
 OUT=${DEMO_DIR:-demo_output}
 SEED=${DEMO_SEED:-1}
@@ -86,10 +90,82 @@ fi
 FINETUNE_XLA=off
 export TF_CPP_MIN_LOG_LEVEL=2
 step() { echo; echo "=== $* ==="; }
-started=$(date +%s)
 # What few_labels must share with the demo it builds on: its budget, its seeds and its epochs
 # (the tenth runs ten times as many, to match the demo's updates).
 SETTINGS="DEMO_QUICK=${DEMO_QUICK:-0} DEMO_SEED=$SEED FINETUNE_EPOCHS=$FINETUNE_EPOCHS"
+
+# The demo empties its folder on every run, so it takes only a folder that it made (it writes
+# $MARK into it) or finds empty, and deletes there only the names it writes: a user's folder,
+# and whatever a link inside it points to, stay as they are.
+MARK=.albert-demo
+OUTPUTS=(corpus.txt vocab pretraining_data pretraining squad_data finetune demo_settings
+         one_question.jsonl one_answer.jsonl pretraining_pays.png squad_tenth finetune_tenth sweep)
+# A trailing slash would let the link test below look through a link.
+while [ "$OUT" != / ] && [ "${OUT%/}" != "$OUT" ]; do OUT=${OUT%/}; done
+is_output() {
+    local name
+    for name in "${OUTPUTS[@]}"; do [ "$name" = "$1" ] && return 0; done
+    return 1
+}
+marked() { [ -f "$OUT/$MARK" ] && [ ! -L "$OUT/$MARK" ]; }
+# The first entry in $OUT that the demo does not write, if any.
+stranger() {
+    local entry
+    for entry in "$OUT"/* "$OUT"/.[!.]* "$OUT"/..?*; do
+        [ -e "$entry" ] || [ -L "$entry" ] || continue  # a pattern that matched nothing
+        [ "${entry##*/}" = "$MARK" ] && marked && continue
+        is_output "${entry##*/}" || { printf '%s' "${entry##*/}"; return; }
+    done
+}
+# A finished demo's folder from before the marker: the names a demo writes and nothing else,
+# with the settings line that a finished demo writes last.
+old_demo() {
+    [ -z "$(stranger)" ] && [ -f "$OUT/demo_settings" ] && [ ! -L "$OUT/demo_settings" ] &&
+        grep -Eqx 'DEMO_QUICK=[^ ]* DEMO_SEED=[^ ]* FINETUNE_EPOCHS=[^ ]*' "$OUT/demo_settings"
+}
+ANOTHER="name a new or empty folder (the demo empties its folder on every run, so it takes"
+ANOTHER+=" only one it made)"
+if [ -L "$OUT" ]; then
+    refuse "DEMO_DIR $OUT is a symbolic link (to $(readlink -- "$OUT")): name the folder" \
+           "itself, or a new one; the demo does not empty a folder through a link"
+elif [ -e "$OUT" ] && [ ! -d "$OUT" ]; then
+    refuse "DEMO_DIR $OUT is a file, not a folder: $ANOTHER"
+elif [ -d "$OUT" ] && { [ ! -r "$OUT" ] || [ ! -x "$OUT" ]; }; then
+    refuse "DEMO_DIR $OUT cannot be read: name a folder you can read and write"
+elif [ "$MODE" = all ]; then
+    if [ -d "$OUT" ]; then
+        other=$(stranger)
+        [ -z "$other" ] || refuse "DEMO_DIR $OUT holds '$other', which the demo does not write: $ANOTHER"
+        marked || [ -z "$(ls -A -- "$OUT")" ] || old_demo ||
+            refuse "DEMO_DIR $OUT was not made by the demo (no $MARK in it) and is not empty:" \
+                   "name a new or empty folder, or remove this one yourself"
+    else
+        why=$(mkdir -p -- "$OUT" 2>&1) ||
+            refuse "DEMO_DIR $OUT cannot be made (${why##*: }): name a folder you can write to"
+    fi
+    why=$({ : > "$OUT/$MARK"; } 2>&1) ||
+        refuse "DEMO_DIR $OUT cannot be written (${why##*: }): name a folder you can write to"
+else
+    if [ ! -f "$OUT/pretraining/checkpoints/final/config.json" ] || [ ! -f "$OUT/demo_settings" ]; then
+        echo "scripts/demo.sh $MODE: no finished demo in $OUT (its pretrained model is" \
+             "missing): run scripts/demo.sh first, with the same DEMO_DIR" >&2
+        exit 2
+    fi
+    # few_labels and sweep replace folders of their own in it: only in the demo's folder.
+    other=$(stranger)
+    marked || old_demo ||
+        refuse "DEMO_DIR $OUT was not made by the demo (no $MARK in it${other:+, and it holds" \
+               "'$other', which the demo does not write}): run scripts/demo.sh in a new or" \
+               "empty folder first"
+    if [ "$(cat "$OUT/demo_settings")" != "$SETTINGS" ]; then
+        echo "scripts/demo.sh $MODE: the demo in $OUT ran with $(cat "$OUT/demo_settings")," \
+             "this with $SETTINGS: use the same settings" >&2
+        exit 2
+    fi
+fi
+
+bash scripts/setup.sh
+started=$(date +%s)
 
 # Every fine-tune runs with exactly these flags; only the starting weights, the seed and (for the
 # tenth) the training file and its epochs differ, and each pair of starts shares those.
@@ -142,21 +218,7 @@ CORES=$(nproc)
 # Two TensorFlow processes at once on a GPU: each takes the memory it needs, not all of it.
 export TF_FORCE_GPU_ALLOW_GROWTH=true
 
-if [ "$MODE" != all ]; then
-    if [ ! -f "$OUT/pretraining/checkpoints/final/config.json" ] || [ ! -f "$OUT/demo_settings" ]; then
-        echo "scripts/demo.sh $MODE: no finished demo in $OUT (its pretrained model is" \
-             "missing): run scripts/demo.sh first, with the same DEMO_DIR" >&2
-        exit 2
-    fi
-    if [ "$(cat "$OUT/demo_settings")" != "$SETTINGS" ]; then
-        echo "scripts/demo.sh $MODE: the demo in $OUT ran with $(cat "$OUT/demo_settings")," \
-             "this with $SETTINGS: use the same settings" >&2
-        exit 2
-    fi
-fi
-
 if [ "$MODE" = sweep ]; then
-    rm -rf "$OUT/sweep"
     # The quick run sweeps as many steps as its demo pretrained, so that its first row is the
     # demo's own pretraining again.
     SWEEP_STEPS=${SWEEP_STEPS:-$([ "${DEMO_QUICK:-0}" = 1 ] && echo "$PRETRAIN_STEPS" || echo 1000)}
@@ -171,7 +233,7 @@ if [ "$MODE" = sweep ]; then
     $PY -m albert.demo.sweep --demo_dir "$OUT" --steps "$SWEEP_STEPS" --seed "$SEED" \
         --learning_rate "$PRETRAIN_LR" --warmup_steps "$WARMUP" \
         --max_seq_length "$SEQ" --max_predictions_per_seq "$PREDICTIONS" --dupe_factor "$DUPES" \
-        --xla "$PRETRAIN_XLA" ${variants[@]+"${variants[@]}"}
+        --xla "$PRETRAIN_XLA" --fresh ${variants[@]+"${variants[@]}"}
     echo "($(( $(date +%s) - sweep_started ))s; the table is in $OUT/sweep/table.md)"
     exit 0
 fi
@@ -192,8 +254,9 @@ if [ "$MODE" = few_labels ]; then
     exit 0
 fi
 
-rm -rf "$OUT"
-mkdir -p "$OUT"
+# A folder the demo made (checked above): its own names only; a link among them goes, not what
+# it points to.
+for name in "${OUTPUTS[@]}"; do rm -rf -- "${OUT:?}/$name"; done
 
 step "1/6 corpus: CPython's help topics and a registry of project facts (no download)"
 $PY -m albert.demo.sample --output "$OUT/corpus.txt" --source pydoc+facts
@@ -225,6 +288,8 @@ echo "$(( $(date +%s) - pretrain_started ))" > "$OUT/pretraining/seconds"
 # (SOP). Written as a run of its own so TensorBoard draws them as flat lines on the same charts.
 $PY - "$OUT" "$PRETRAIN_STEPS" "$SEQ" "$PREDICTIONS" <<'PY'
 import glob, json, sys
+from albert.cli.quiet_start import quiet_start
+quiet_start(False)  # as every command: TensorFlow's start-up lines only if its import fails
 import tensorflow as tf
 from albert.tasks.pretraining import unigram_mlm_accuracy
 out, steps, seq, predictions = sys.argv[1], *map(int, sys.argv[2:])

@@ -56,16 +56,23 @@ def _demo(out, *part, quick="1", seed="3", **more):
 
 
 @pytest.fixture(scope="module")
-def quick_demo(tmp_path_factory):
-    """The quick demo, then its few-labels part: (both outputs, one after the other; the
-    output directory)."""
+def quick_demo_runs(tmp_path_factory):
+    """The quick demo, then its few-labels part: (both finished processes; the output
+    directory)."""
     out = tmp_path_factory.mktemp("demo") / "demo_output"
-    stdout = ""
+    procs = []
     for part in ((), ("few_labels",)):
         proc = _demo(out, *part)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        stdout += proc.stdout
-    return stdout, str(out)
+        procs.append(proc)
+    return procs, str(out)
+
+
+@pytest.fixture(scope="module")
+def quick_demo(quick_demo_runs):
+    """(Both parts' outputs, one after the other; the output directory)."""
+    procs, out = quick_demo_runs
+    return "".join(p.stdout for p in procs), out
 
 
 SEEDS = (3, 4)  # DEMO_SEED=3 and the next
@@ -85,6 +92,28 @@ def test_quick_demo_prints_the_comparison(quick_demo):
     assert "=== a tenth of the training questions" in few_labels
     with open(os.path.join(out, "pretraining_pays.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_quick_demo_prints_no_tensorflow_start_up_lines(quick_demo_runs):
+    """Every step silences TensorFlow's C++ start-up lines, which say nothing about the demo (the
+    baselines step, a script of its own, printed them)."""
+    procs, _ = quick_demo_runs
+    for proc in procs:
+        for noise in ("absl::InitializeLog", "oneDNN custom operations", "port.cc:"):
+            assert noise not in proc.stdout + proc.stderr, (proc.args, noise)
+
+
+def test_quick_demo_marks_its_folder_and_writes_only_names_it_may_clear(quick_demo):
+    """The demo takes again only a folder it made, and empties there only the names it writes:
+    its folder holds its marker and those names and nothing else, so a re-run is allowed and
+    clears all of it."""
+    _, out = quick_demo
+    with open(os.path.join(REPO_ROOT, "scripts", "demo.sh"), encoding="utf-8") as f:
+        outputs = re.search(r"^OUTPUTS=\(([^)]*)\)", f.read(), re.MULTILINE).group(1).split()
+    assert os.path.isfile(os.path.join(out, ".albert-demo"))
+    # The sweep test may have added sweep/ by now; few_labels has added its two folders.
+    assert {"squad_tenth", "finetune_tenth", "pretraining_pays.png"} <= set(os.listdir(out))
+    assert set(os.listdir(out)) - {".albert-demo"} <= set(outputs)
 
 
 def _section(stdout: str, title: str) -> str:

@@ -128,6 +128,14 @@ def pad_records(files: list[str], out_dir: str, max_seq_length: int,
     return written
 
 
+def clear(path: str) -> None:
+    """Remove `path`; a symbolic link goes, never what it points to (rmtree refuses a link)."""
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
 def run_variant(variant: Variant, demo_dir: str, out: str, args) -> dict:
     """Pretrain one variant; return its last held-out figures and its seconds."""
     py = [sys.executable, "-m"]
@@ -139,7 +147,7 @@ def run_variant(variant: Variant, demo_dir: str, out: str, args) -> dict:
     run_dir = os.path.join(out, variant.name)
     # Each sweep runs its variants afresh: an earlier run's records or finished checkpoint would
     # otherwise be refused, or taken as this run's.
-    shutil.rmtree(run_dir, ignore_errors=True)
+    clear(run_dir)
     os.makedirs(run_dir)
     started = time.monotonic()
     if variant.own_records:
@@ -230,6 +238,9 @@ def build_parser() -> flags.Parser:
     p.add_argument("--warmup_steps", type=int, default=100, help="the demo's warmup")
     p.add_argument("--seed", type=int, default=1, help="every variant's pretraining seed")
     p.add_argument("--xla", choices=("on", "off"), default="on", help="XLA-compile the step")
+    p.add_argument("--fresh", action="store_true",
+                   help="remove <demo_dir>/sweep (an earlier sweep's runs and table) first, once "
+                        "every other flag is checked: what scripts/demo.sh sweep does")
     return p
 
 
@@ -251,6 +262,9 @@ def main(argv=None) -> int:
         with open(baselines_path, encoding="utf-8") as f:
             baselines = json.load(f)
         out = os.path.join(args.demo_dir, "sweep")
+        # Only here, after every check above: a mistyped variant keeps the previous sweep.
+        if args.fresh:
+            clear(out)
         rows = []
         for name in args.variants:
             print(f"--- {name}: {BY_NAME[name].change} ({args.steps} updates)", flush=True)
