@@ -151,7 +151,11 @@ def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_id
                 "--no_progress")
     assert made.returncode == 0, made.stderr[-3000:]
     vocabulary = json.loads((out / "summary.json").read_text())["vocabulary"]
-    assert vocabulary == {"spm_model": str(model), "sha256": digest, "vocab_size": 300}
+    # The records were made under the new vocabulary's text rule (accents kept), as it says.
+    config = json.loads((tmp_path / "v" / "tokenizer_config.json").read_text())
+    assert config["keep_accents"] is True
+    assert vocabulary == {"spm_model": str(model), "sha256": digest, "vocab_size": 300,
+                          "keep_accents": True}
 
 
 @pytest.mark.e2e

@@ -39,7 +39,7 @@ from albert.data.record_stats import (
     read_summary,
     table,
 )
-from albert.data.tokenization import load_spm
+from albert.data.tokenization import load_spm, text_rule
 from albert.errors import AlbertError, DataError, FlagError
 
 
@@ -196,7 +196,7 @@ def _stats_sources(files, seq, preds, spm_model):
     if not spm_model:
         raise FlagError("--stats needs the vocabulary the records were made with: pass "
                         "--spm_model (no summary.json of these records names one)")
-    return Vocabulary(load_spm(spm_model)), summary
+    return Vocabulary(load_spm(spm_model), text_rule(spm_model)), summary
 
 
 def statistics(sources, files, seq, preds) -> str:
@@ -219,7 +219,7 @@ def statistics(sources, files, seq, preds) -> str:
         try:
             comparison.add_packing(corpus_sentence_lengths(
                 inputs, settings.get("input_format", "auto"), settings.get("text_field", "text"),
-                vocab.sp))
+                vocab.sp, vocab.keep_accents))
             packing = (f"sequences: google's packing of {', '.join(inputs)}, "
                        f"{comparison.passes} passes (ours: {comparison.settings['dupe_factor']})")
         except (AlbertError, OSError) as e:  # the records' rows are still worth showing

@@ -145,10 +145,13 @@ def run(args) -> dict:
         totals.warn(totals.inputs.describe())
     for path in files:
         check_input(path, args.input_format, args.text_field)
-    vocab_size = InstanceMaker(args.spm_model, options).vocab_size  # fail fast: model, options
-    # Which vocabulary the ids are of, for the summary: run_pretraining compares it.
+    maker = InstanceMaker(args.spm_model, options)  # fail fast: model, its text rule, options
+    # Which vocabulary the ids are of, for the summary: run_pretraining compares it. keep_accents:
+    # the text rule the records were made under, the vocabulary's (tokenization.text_rule).
     vocabulary = {"spm_model": os.path.abspath(args.spm_model),
-                  "sha256": vocab_checksum(args.spm_model), "vocab_size": vocab_size}
+                  "sha256": vocab_checksum(args.spm_model), "vocab_size": maker.vocab_size,
+                  "keep_accents": maker.keep_accents}
+    del maker
     out = os.path.abspath(args.output_dir)
     check_output_dir(out, args.overwrite, [*files, args.spm_model])
     val_shards = max(1, args.num_shards // 8) if args.validation_fraction > 0 else 1

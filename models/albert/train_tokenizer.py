@@ -12,7 +12,10 @@ protobuf, and `summary.json`
 with --overwrite: records and checkpoints made with it would not fit a new one. The same input and
 flags give the same spiece.model bytes (no temporary paths are kept in it). Ids 0-4 are
 <pad>, <unk>, [CLS], [SEP], [MASK], as in every published ALBERT vocabulary. The text is normalised
-(lowercase, accents stripped) exactly as the tokenizer will see it at training time.
+exactly as every path will see it (albert.data.tokenization.preprocess_text: lowercased, marks and
+accents kept, special tokens typed in the text read as text): the text rule of a new vocabulary,
+recorded as keep_accents true in its tokenizer_config.json, which every path reads
+(tokenization.text_rule). Google's published vocabularies keep their own rule, accents stripped.
 
 Inputs are read as `create_pretraining_data` reads them (albert.data.corpus: files, directories,
 globs; text, JSONL, Parquet, Wikipedia dumps; .gz/.bz2/.xz), one sentence at a time. A seeded
@@ -96,12 +99,13 @@ def parse_args(argv=None):
 
 
 def _normalized_sentences(raw_docs: list) -> tuple[list[str], ReadStats]:
-    """Raw documents -> their sentences as the tokenizer will see them."""
+    """Raw documents -> their sentences as the tokenizer will see them: under a new
+    vocabulary's text rule, accents kept (written into its tokenizer_config.json)."""
     stats = ReadStats()
     out = []
     for raw in raw_docs:
         for sentence in finish_document(raw, stats) or ():
-            text = preprocess_text(sentence)
+            text = preprocess_text(sentence, keep_accents=True)
             if text:
                 out.append(text)
     return out, stats
@@ -209,7 +213,7 @@ def train_with_summary(args) -> dict:
         _drop_training_paths(prefix + ".model")
         load_spm(prefix + ".model")  # checks the special-token ids
         staged = os.path.join(tmp, "out")
-        write_tokenizer_files(prefix + ".model", staged)
+        write_tokenizer_files(prefix + ".model", staged, keep_accents=True)
         shutil.copyfile(prefix + ".vocab", os.path.join(staged, "spiece.vocab"))
         skipped = {k: v for k, v in {**stats.as_dict(), **inputs.as_dict()}.items()
                    if k not in ("files", "lines", "pages", "documents") and v}

@@ -1,6 +1,7 @@
 """Classification files -> examples -> features -> padded batches, and the bundled sample task."""
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -273,6 +274,9 @@ def test_cache_key_follows_file_vocabulary_and_settings(sample_vocab, tmp_path):
     vocab_dir = tmp_path / "vocab"
     vocab_dir.mkdir()
     (vocab_dir / "spiece.model").write_bytes(open(sample_vocab, "rb").read())
+    # ... with its text rule: a spiece.model alone reads as accents stripped (text_rule)
+    (vocab_dir / "tokenizer_config.json").write_bytes(
+        open(os.path.join(os.path.dirname(sample_vocab), "tokenizer_config.json"), "rb").read())
     assert key == data.cache_key(path, settings, str(vocab_dir), True)
     write(tmp_path / "t.tsv", "sentence\tlabel\nb\t1\n")
     assert key != data.cache_key(path, settings, sample_vocab, True)

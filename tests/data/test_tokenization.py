@@ -29,7 +29,10 @@ def test_transformers_loads_the_directory_and_agrees_with_spm(sample_vocab):
 
 
 def test_preprocess_text():
-    assert preprocess_text("  Héllo\tWORLD ``x''  ") == 'hello world "x"'
+    # Accents and other marks are kept (tests/data/test_text_rule.py: every path agrees).
+    assert preprocess_text("  Héllo\tWORLD ``x''  ") == 'héllo world "x"'
+    # The rule of a vocabulary trained with accents stripped (Google's): transformers' own.
+    assert preprocess_text("  Héllo\tWORLD ``x''  ", keep_accents=False) == 'hello world "x"'
 
 
 def test_wrong_spm_model(tmp_path):

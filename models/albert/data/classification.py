@@ -31,6 +31,7 @@ import os
 import shlex
 from importlib import metadata
 
+from albert.data.tokenization import text_rule, tokenizer_config
 from albert.errors import DataError, FlagError
 
 logger = logging.getLogger(__name__)
@@ -155,7 +156,17 @@ def _column_index(path: str, header: list[str] | None, column, flag: str) -> int
     if header is None:
         return column
     if column in header:
-        return header.index(column)
+        named = header.index(column)
+        position = int(column) if column.isascii() and column.isdigit() else None
+        if position is not None and position < len(header) and position != named:
+            # A headerless file read without --no_header: its first row, taken as the header,
+            # may hold the very number given as a position (a label "1" above --text_a 1).
+            raise ClassificationDataError(
+                f"{path}: {flag} {column} is ambiguous: the header row names column {named} "
+                f"{column!r}, and position {position} is column {header[position]!r}; if the "
+                f"file has no header row pass --no_header, else name the column ({flag} "
+                f"{shlex.quote(header[position])} for position {position})")
+        return named
     if isinstance(column, int) or (column.isascii() and column.isdigit()):
         if int(column) >= len(header):
             raise ClassificationDataError(
@@ -366,7 +377,27 @@ def read_examples(path: str, columns: Columns, labelled: bool = True) -> list[Ex
         raise ClassificationDataError(f"{path} has no rows"
                                       + (" after its header" if columns.header
                                          and kind != "jsonl" else ""))
+    if labelled:
+        _check_texts_are_not_labels(path, examples, columns)
     return examples
+
+
+def _check_texts_are_not_labels(path: str, examples: list[Example], columns: Columns) -> None:
+    """Refuse a text column whose every value is one of the file's labels: the label column read
+    as the text (a column flag pointing at it), which scores perfectly and learns nothing."""
+    labels = {e.label for e in examples}
+    for flag, column, texts in (("--text_a", columns.text_a, [e.text_a for e in examples]),
+                                ("--text_b", columns.text_b, [e.text_b for e in examples])):
+        if column is None or any(t is None or t.strip() not in labels for t in texts):
+            continue
+        raise ClassificationDataError(
+            f"{path}: every {flag} text ({flag} {column}) is one of the labels "
+            + ", ".join(repr(x) for x in sorted(labels)[:5]) + (", ..." if len(labels) > 5
+                                                              else "")
+            + f" (--label {columns.label}): the label column is read as the text; point "
+            f"{flag} at the text column"
+            + (" (or pass --no_header if the file has no header row)"
+               if columns.header else ""))
 
 
 # -- labels -----------------------------------------------------------------------------------
@@ -490,7 +521,7 @@ def featurize(examples: list[Example], labels: list | None, tokenizer,
 
 def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bool) -> str:
     """Of the file's and the vocabulary's bytes, the settings (columns, task, labels, whether
-    labels were read), `training` and the tokenizer library's version."""
+    labels were read), `training`, the tokenizer library's version and the text rule."""
     if os.path.isdir(spm_model):
         spm_model = os.path.join(spm_model, "spiece.model")
     h = hashlib.sha256()
@@ -506,7 +537,10 @@ def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bo
         tokenizer_version = metadata.version("transformers")
     except metadata.PackageNotFoundError:
         tokenizer_version = None
-    h.update(json.dumps([dataclasses.asdict(settings), training, tokenizer_version]).encode())
+    # The vocabulary's text rule is the tokenizer's settings: features made under another rule
+    # (its tokenizer_config.json changed, or written by an earlier version) are stale.
+    h.update(json.dumps([dataclasses.asdict(settings), training, tokenizer_version,
+                         tokenizer_config(text_rule(spm_model))], sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 

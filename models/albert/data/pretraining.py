@@ -23,7 +23,7 @@ import itertools
 import random
 import struct
 
-from albert.data.tokenization import load_spm, preprocess_text
+from albert.data.tokenization import load_spm, preprocess_text, text_rule
 from albert.errors import DataError, FlagError
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
@@ -97,6 +97,8 @@ class InstanceMaker:
         options.validate()
         self.options = options
         self.sp = load_spm(spm_model)
+        # The vocabulary's text rule, as the fine-tune tokenizer reads it (load_tokenizer).
+        self.keep_accents = text_rule(spm_model)
         self.vocab_size = self.sp.GetPieceSize()
         if self.vocab_size <= NUM_SPECIAL:
             raise DataError(f"{spm_model}: vocabulary of {self.vocab_size} pieces is too small")
@@ -113,7 +115,7 @@ class InstanceMaker:
 
     def tokenize_document(self, sentences: list[str]) -> list[list[int]]:
         """Sentences -> token id lists; sentences longer than a sequence are cut into pieces."""
-        texts = [preprocess_text(s) for s in sentences]
+        texts = [preprocess_text(s, self.keep_accents) for s in sentences]
         out = []
         for ids in self.sp.EncodeAsIds([t for t in texts if t]):
             for start in range(0, len(ids), self._max_tokens):

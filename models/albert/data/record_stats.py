@@ -69,8 +69,10 @@ def google_start_piece(piece: str) -> bool:
 class Vocabulary:
     """What the statistics need of a SentencePiece model: its size, both start-piece tables."""
 
-    def __init__(self, sp):
+    def __init__(self, sp, keep_accents: bool = False):
         self.sp = sp
+        # the vocabulary's text rule (data.tokenization.text_rule), which the corpus is read under
+        self.keep_accents = keep_accents
         self.size = sp.GetPieceSize()
         pieces = [sp.IdToPiece(i) for i in range(self.size)]
         self.ours = [is_start_piece(p) for p in pieces]
@@ -200,7 +202,8 @@ def google_packing(lengths: list[list[int]], max_seq_length: int, short_seq_prob
         yield instances
 
 
-def corpus_sentence_lengths(files, input_format, text_field, sp) -> list[list[int]]:
+def corpus_sentence_lengths(files, input_format, text_field, sp,
+                            keep_accents: bool = False) -> list[list[int]]:
     """The corpus as google reads it, one sentence a line and documents apart (our reader gives
     that layout) -> each document's tokenized sentence lengths, empty ones left out."""
     stats = ReadStats()
@@ -210,7 +213,7 @@ def corpus_sentence_lengths(files, input_format, text_field, sp) -> list[list[in
             sentences = finish_document(raw, stats)
             if not sentences:
                 continue
-            texts = [t for t in (preprocess_text(s) for s in sentences) if t]
+            texts = [t for t in (preprocess_text(s, keep_accents) for s in sentences) if t]
             doc = [len(ids) for ids in sp.EncodeAsIds(texts) if ids]
             if doc:
                 docs.append(doc)

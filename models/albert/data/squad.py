@@ -38,6 +38,7 @@ import unicodedata
 
 import numpy as np
 
+from albert.data.tokenization import text_rule, tokenizer_config
 from albert.errors import DataError, FlagError
 from albert.eval.squad_scoring import normalize_answer
 
@@ -318,7 +319,10 @@ def cache_key(path: str, settings: FeatureSettings, spm_model: str, training: bo
         with open(file, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
-    h.update(json.dumps([dataclasses.asdict(settings), training, CACHE_VERSION]).encode())
+    # The vocabulary's text rule is the tokenizer's settings: features made under another rule
+    # (its tokenizer_config.json changed, or written by an earlier version) are stale.
+    h.update(json.dumps([dataclasses.asdict(settings), training, CACHE_VERSION,
+                         tokenizer_config(text_rule(spm_model))], sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 

@@ -16,7 +16,7 @@ import os
 import shlex
 import shutil
 
-from albert.data.tokenization import load_spm
+from albert.data.tokenization import load_spm, text_rule, write_tokenizer_config
 from albert.errors import CheckpointError, FlagError
 from albert.fs import new_directory, staged_directory
 from albert.io.pretrained import load_model
@@ -224,6 +224,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         if spm_model is not None:
             shutil.copyfile(spm_model, os.path.join(staging, "spiece.model"))
             assets.append(os.path.join(staging, "spiece.model"))
+            # The vocabulary's text rule travels with it (without it: accents stripped).
+            assets.append(write_tokenizer_config(staging, text_rule(spm_model)))
         module = tf.Module()
         # The variables, not the Keras model: saving a Keras model object makes Keras trace its
         # own default signature (float inputs), which our int-only call rejects.
