@@ -204,8 +204,9 @@ def print_comparison(title: str, runs: dict, seeds: list[int]) -> Comparison:
         where = standing(run.results)
         if where == AT_EMPTY:
             print(f"warning: the fine-tune from {start} (seed {seed}) learned nothing: F1 "
-                  f"{run.results['f1']:.2f} is the all-empty baseline's, no answerable question "
-                  "right (too low a learning rate or too few updates for this start)")
+                  f"{run.results['f1']:.2f} is the all-empty baseline's, its answerable questions "
+                  "no better than noise (too few updates, or a learning rate that does not suit "
+                  "this start)")
         elif where:
             print(f"warning: the fine-tune from {start} (seed {seed}) scored below answering "
                   f"nothing: F1 {run.results['f1']:.2f} against the all-empty answers' "
