@@ -14,7 +14,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
-source "$ROOT/scripts/lib.sh"  # abspath, quote
+source "$ROOT/scripts/lib.sh"  # abspath, quote, run_trainer, say_interrupted
 HOSTS=${HOSTS:?set HOSTS to host1:gpus,host2:gpus}
 NP=$(echo "$HOSTS" | tr ',' '\n' | awk -F: '{n += $2} END {print n}')
 DATA=$(abspath "${DATA:?set DATA}")
@@ -35,4 +35,9 @@ if [ -n "${PLAN_ONLY:-}" ]; then
     echo "would run: $(quote "${cmd[@]}")"  # pasted into a shell, the same arguments
     exec "$PY" -m albert.run_pretraining "${flags[@]}" "$@" --plan_only --plan_ranks "$NP"
 fi
-exec "${cmd[@]}"
+status=0
+run_trainer "${cmd[@]}" || status=$?
+# Stopped by SIGTERM (passed on to horovodrun): exit 143 with one line, as the trainer does.
+[ "$status" -ne "$INTERRUPTED" ] ||
+    say_interrupted "[multi-host] the run was" "$RUN/checkpoints" "the run"
+exit "$status"

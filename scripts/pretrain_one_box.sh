@@ -10,7 +10,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
-source "$ROOT/scripts/lib.sh"  # abspath, quote
+source "$ROOT/scripts/lib.sh"  # abspath, quote, run_trainer, say_interrupted
 GPUS=${GPUS:-$(nvidia-smi -L | wc -l)}
 DATA=$(abspath "${DATA:?set DATA to the directory holding train/ and validation/}")
 VOCAB=$(abspath "${VOCAB:?set VOCAB to spiece.model}")
@@ -29,4 +29,9 @@ if [ -n "${PLAN_ONLY:-}" ]; then
     echo "would run: $(quote "${cmd[@]}")"  # pasted into a shell, the same arguments
     exec "$PY" -m albert.run_pretraining "${flags[@]}" "$@" --plan_only --plan_ranks "$GPUS"
 fi
-exec "${cmd[@]}"
+status=0
+run_trainer "${cmd[@]}" || status=$?
+# Stopped by SIGTERM (passed on to horovodrun): exit 143 with one line, as the trainer does.
+[ "$status" -ne "$INTERRUPTED" ] ||
+    say_interrupted "[one-box] the run was" "$RUN/checkpoints" "the run"
+exit "$status"

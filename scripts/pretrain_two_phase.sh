@@ -3,7 +3,8 @@
 # updates, then phase 2 at 512 starting from phase 1's weights. Writes the data for both lengths,
 # runs both phases, and hands phase 1's final checkpoint to phase 2 through --load_from
 # checkpoint. Re-running the script resumes: finished data and phases are kept, an interrupted
-# phase continues from its last checkpoint.
+# phase continues from its last checkpoint. A phase stopped by SIGTERM (to the script or to the
+# trainer) ends the script with its exit status 143 and one line saying so; phase 2 does not start.
 #   CORPUS=/fsx/text VOCAB=/fsx/vocab/spiece.model OUT=/fsx/runs/two-phase \
 #       scripts/pretrain_two_phase.sh [flags for both phases]
 # Knobs (environment, defaults in brackets): GPUS [nvidia-smi count, or 1], MODEL_SIZE [base],
@@ -19,7 +20,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/lib.sh
-source "$ROOT/scripts/lib.sh"  # abspath, quote
+source "$ROOT/scripts/lib.sh"  # abspath, quote, run_trainer, say_interrupted
 CORPUS=${CORPUS:?set CORPUS to the text files, directory or glob}
 VOCAB=$(abspath "${VOCAB:?set VOCAB to spiece.model}")
 OUT=$(abspath "${OUT:-$ROOT/runs/two-phase}")
@@ -67,7 +68,12 @@ phase() {  # n seq preds batch global steps lr extra...
         "$PY" -m albert.run_pretraining "${flags[@]}" --plan_only --plan_ranks "$GPUS"
         return
     fi
-    "${launch[@]}" -m albert.run_pretraining "${flags[@]}"
+    local status=0
+    run_trainer "${launch[@]}" -m albert.run_pretraining "${flags[@]}" || status=$?
+    # Any failure stops the script (set -e): phase 2 never starts from an unfinished phase 1.
+    [ "$status" -ne "$INTERRUPTED" ] || say_interrupted "[two-phase] phase $n was" \
+        "$OUT/phase$n/checkpoints" "phase $n"
+    return "$status"
 }
 
 S1=${PHASE1_SEQ:-128} S2=${PHASE2_SEQ:-512}

@@ -13,6 +13,7 @@ position); a different start is refused. At the end the model is exported in Hug
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
@@ -20,10 +21,11 @@ import sys
 from albert import run_squad
 from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_main
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
+from albert.data.squad import SquadError, read_squad
 from albert.errors import FlagError
 from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
 from albert.tasks.runner import run_or_plan
-from albert.train.run_spec import Data
+from albert.train.run_spec import Data, check_fits, model_config
 
 
 def build_parser() -> Parser:
@@ -63,26 +65,52 @@ def parse_args(argv=None, parser=None):
     """The flags of argv, checked. `parser`: build_parser()'s unless given (the SageMaker
     launcher gives one that raises FlagError instead of exiting)."""
     p = parser or build_parser()
-    args = p.parse_args(argv)
+    # argparse fills in a default only where the namespace has no value yet: a --squad_* flag
+    # still holding NOT_GIVEN was not on the command line (whatever value it would have had).
+    args = p.parse_args(argv, argparse.Namespace(**{ours[2:]: NOT_GIVEN for ours in SQUAD_FLAGS}))
+    given = [ours for ours in SQUAD_FLAGS if getattr(args, ours[2:]) is not NOT_GIVEN]
+    for ours in SQUAD_FLAGS:
+        if getattr(args, ours[2:]) is NOT_GIVEN:
+            setattr(args, ours[2:], p.get_default(ours[2:]))
     if args.total_steps is None:
         p.error("--total_steps is required")
-    if args.squad_frequency and not (args.squad_train_file and args.squad_predict_file
-                                     and args.spm_model):
-        p.error("--squad_frequency needs --squad_train_file, --squad_predict_file and "
-                "--spm_model")
+    if args.squad_frequency < 0:
+        p.error(f"--squad_frequency must be at least 0 (0: no SQuAD during pretraining), got "
+                f"{args.squad_frequency}")
+    if given and not args.squad_frequency:
+        p.error(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} for SQuAD during "
+                "pretraining, which is off without --squad_frequency N (every N updates): add "
+                "it, or leave out the --squad_* flags")
+    if args.squad_frequency:
+        missing = [flag for flag, value in (("--squad_train_file", args.squad_train_file),
+                                            ("--squad_predict_file", args.squad_predict_file),
+                                            ("--spm_model", args.spm_model)) if not value]
+        if missing:
+            p.error(f"--squad_frequency {args.squad_frequency} needs {' and '.join(missing)}")
     return args
 
 
 def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec)."""
     check_training_flags(args)
+    squad = squad_run(args) if args.squad_frequency and not args.plan_only else None
     options = PretrainingOptions(
         **{name: getattr(args, name) for name in (
             "max_seq_length", "max_predictions_per_seq", "shuffle_buffer", "filesystem_prefix",
             "skip_corrupt_records", "validation_frequency", "squad_frequency")},
-        squad_run=squad_run(args) if args.squad_frequency and not args.plan_only else None)
-    return resolve_spec(args, "pretraining", options=options,
+        squad_run=squad)
+    spec = resolve_spec(args, "pretraining", options=options,
                         data=Data(train=args.train_dir, val=args.val_dir))
+    if squad is not None and not spec.model.pretrained:
+        # The model built from these flags (or its checkpoint, which must match them): every
+        # evaluation would find the SQuAD windows too long for its positions. A released model's
+        # positions are known when the run loads it.
+        config = model_config(spec.model, spec.vocabulary)
+        try:
+            check_fits(config, squad.options.max_seq_length)
+        except FlagError as e:
+            raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(str(e))}") from None
+    return spec
 
 
 # Where the SQuAD run's model and outputs go: a new temporary directory at each evaluation
@@ -93,12 +121,16 @@ SQUAD_FLAGS = {"--squad_train_file": "--train_file", "--squad_predict_file": "--
                "--squad_steps": "--total_steps", "--squad_batch_size": "--per_gpu_batch_size",
                "--squad_learning_rate": "--learning_rate",
                "--squad_max_seq_length": "--max_seq_length"}
+NOT_GIVEN = object()
 
 
 def squad_run(args):
     """The spec of --squad_frequency's SQuAD fine-tuning run, as run_squad resolves the
     --squad_* flags (its defaults for the rest), on this run's vocabulary, precision, XLA plan
-    and recompute mode. A value run_squad refuses is refused now, by its --squad_* name."""
+    and recompute mode. Everything that would fail each evaluation is refused now, by its
+    --squad_* name, before any pretraining: a value run_squad refuses, windows that leave no
+    room for context, files that are not SQuAD JSON (or hold no questions); resolve checks the
+    sequence length against the model's positions."""
     flags = [word for ours, theirs in SQUAD_FLAGS.items()
              for word in (theirs, str(getattr(args, ours[2:])))]
     flags += [
@@ -109,12 +141,31 @@ def squad_run(args):
         "--xla", "off" if args.eager or args.skip_xla else args.xla,
         "--recompute", args.recompute]
     try:
-        return run_squad.resolve(run_squad.parse_args(flags))
+        spec = run_squad.resolve(run_squad.parse_args(flags))
+        for flag in ("--squad_train_file", "--squad_predict_file"):
+            path = getattr(args, flag[2:])
+            try:
+                questions = len(read_squad(path)[0])
+            except SquadError as e:
+                raise FlagError(f"{flag} {e}") from None
+            if not questions:
+                raise FlagError(f"{flag} {path} holds no questions")
+        return spec
     except FlagError as e:
-        message = str(e)
-        for ours, theirs in SQUAD_FLAGS.items():
-            message = re.sub(rf"{theirs}\b", ours, message)
-        raise FlagError(f"--squad_frequency's SQuAD run: {message}") from None
+        raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(str(e))}") from None
+
+
+def squad_names(message: str) -> str:
+    """run_squad's message about the SQuAD run, its flags named as run_pretraining takes them;
+    a run_squad flag that run_pretraining does not take keeps run_squad's default, said so."""
+    for ours, theirs in SQUAD_FLAGS.items():
+        message = re.sub(rf"(?<![\w-]){theirs}\b", ours, message)
+    fixed = sorted({flag for flag in re.findall(r"(?<![\w-])--\w+", message)
+                    if not flag.startswith("--squad_")})
+    if fixed:
+        message += (f" ({', '.join(fixed)}: run_squad's default, which SQuAD during pretraining "
+                    "keeps)")
+    return message
 
 
 def run(args) -> int:

@@ -37,6 +37,7 @@ from albert.cli.resolve import (
     resolve_spec,
     settle_features,
 )
+from albert.data.squad import FeatureSettings
 from albert.tasks import default_rate_help
 from albert.tasks.runner import run_or_plan
 from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadOptions, SquadTask
@@ -86,10 +87,12 @@ def parse_args(argv=None, parser=None):
 def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec), checked as far as it can be
     without TensorFlow: counts and directories, files that must exist, the windows (the
-    model's own for an evaluation-only run), the vocabulary, --keep_best and --export_dir."""
+    model's own for an evaluation-only run; room for context after the question), the
+    vocabulary, --keep_best and --export_dir."""
     check_training_flags(args)
+    windows = settle_features(args, WINDOWS)
     options = SquadOptions(
-        **settle_features(args, WINDOWS), padding=args.padding,
+        **windows, padding=args.padding,
         squad_version=VERSIONS.get(args.squad_version), n_best_size=args.n_best_size,
         max_answer_length=args.max_answer_length,
         null_score_diff_threshold=args.null_score_diff_threshold,
@@ -98,6 +101,7 @@ def resolve(args):
                         data=Data(train=args.train_file, predict=args.predict_file))
     if args.plan_only:
         return spec
+    FeatureSettings(**windows)  # refuses windows that leave no room, before reading any file
     return check_fine_tuning(args, spec, files=("train_file", "predict_file"),
                              scored_by="predict_file", reported=REPORTED,
                              without_training="prediction", tool="run_squad",

@@ -50,6 +50,11 @@ def test_the_defaults_of_a_runner_pass_the_checks(tmp_path):
     ({"warmup_proportion": 1.5}, "--warmup_proportion must be within [0, 1], got 1.5"),
     ({"total_steps": 10, "warmup_steps": 20}, "--warmup_steps (20) exceeds --total_steps (10)"),
     ({"load_optimizer_state": True}, "--load_optimizer_state needs --load_from checkpoint"),
+    # nan passes every bound (issue 50 item 8: it started the run, which trained on NaN).
+    ({"learning_rate": float("nan")}, "--learning_rate must be a finite number, got nan"),
+    ({"max_grad_norm": float("inf")}, "--max_grad_norm must be a finite number, got inf"),
+    ({"null_score_diff_threshold": float("-inf")},
+     "--null_score_diff_threshold must be a finite number, got -inf"),
 ])
 def test_check_training_flags_names_the_flag_that_cannot_work(flags, message, tmp_path):
     args = squad_args(tmp_path)

@@ -807,7 +807,7 @@ def test_item11_no_flag_is_suggested_as_the_fix_for_itself():
 
 
 def horovod_lines(out: str, rank: int, timestamp: bool) -> str:
-    """`out` as horovodrun's Gloo launcher forwards a rank's stdout: its own prefixing code
+    """`out` as Horovod's Gloo launcher forwards a rank's stdout: its own prefixing code
     (horovod.runner.common.util.safe_shell_exec), "[<rank>]<stdout>:" and, with
     --prefix-output-with-timestamp, the time before it."""
     import io

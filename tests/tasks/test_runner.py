@@ -48,7 +48,7 @@ def test_keep_best_is_checked_before_any_work(tmp_path, sample_vocab):
 
 def test_keep_best_keeps_only_an_improvement_and_records_it(tmp_path, sample_vocab, monkeypatch):
     kept = []
-    monkeypatch.setattr(runner, "save_pretrained",
+    monkeypatch.setattr(runner, "replace_pretrained",
                         lambda model, target, **kwargs: kept.append(target))
     loss = classifier_spec(tmp_path, sample_vocab, "loss")
     directory = tmp_path / "out" / "checkpoints"
@@ -120,7 +120,7 @@ def test_keep_best_starts_afresh_when_the_evaluation_file_changes(tmp_path, samp
                                                                   monkeypatch, caplog):
     """Issue 34 item 5: the best records the evaluation file (real path and checksum); a score
     on another file (a new path, or new content under the old one) is not measured against it."""
-    monkeypatch.setattr(runner, "save_pretrained", lambda model, target, **kwargs: None)
+    monkeypatch.setattr(runner, "replace_pretrained", lambda model, target, **kwargs: None)
     spec = classifier_spec(tmp_path, sample_vocab, "accuracy")
     (tmp_path / "out" / "checkpoints").mkdir(parents=True)
     dist = Distributed()
@@ -215,8 +215,8 @@ def test_a_fine_tune_that_ended_at_its_baseline_says_so_and_why(tmp_path, sample
     flat = runner.summary(task, "done", 120, 60, {"eval": {"accuracy": 0.75}}, None)
     assert "baseline majority class (no): accuracy 0.7500" in flat
     assert ("WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
-            "--learning_rate 2e-05 too low for this model's size") in flat
-    assert "too few updates (120)" in flat
+            "too few updates (120), or a --learning_rate that does not suit this model's size "
+            "(2e-05 here; a tiny or small model fine-tunes at 1e-4 to 1e-3") in flat
     learned = runner.summary(task, "done", 120, 60, {"eval": {"accuracy": 0.93}}, None)
     assert "learned nothing" not in learned
 
@@ -300,3 +300,89 @@ def test_a_run_in_a_child_process_gets_its_spec_runs_alone_and_says_how_it_faile
     failure = runner.run_in_child(SquadTask, spec)
     assert failure is not None and failure.startswith("exit "), failure
     assert str(missing) in failure and "horovod" not in failure.lower()
+
+
+class _Quiet:
+    """A MetricsLogger that keeps what it is given."""
+
+    def __init__(self, *args):
+        self.logged = []
+
+    def log(self, prefix, step, values):
+        self.logged.append((prefix, step))
+
+    def close(self):
+        pass
+
+
+def _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, loop_status, scores_by_step):
+    """runner._run over a 4-update training whose loop (albert.train.loop.fit) is a stand-in
+    that evaluates at update 2 as the loop does and ends with `loop_status`; the in-run
+    evaluation "squad" gives scores_by_step[step] ({} : failed). Returns (status, stdout)."""
+    import contextlib
+    import io
+
+    import albert.train.loop
+    import albert.train.run_logging
+
+    tmp_path.mkdir(exist_ok=True)
+    spec = classifier_spec(tmp_path, sample_vocab)
+    trainer = types.SimpleNamespace(step=0, iterations=0)
+    run = runner.Training(trainer=trainer, checkpoints=types.SimpleNamespace(
+        positions=types.SimpleNamespace(open=lambda *a: iter(()))), plan=types.SimpleNamespace(
+        global_batch=8), total_steps=4, examples=None, record={}, how="new")
+
+    def fit(trainer, batches, *, total_steps, evaluations, on_scores, xla, **kwargs):
+        for evaluation in evaluations:
+            on_scores(evaluation, evaluation(xla, 2), 2)
+        if loop_status == "stopped":
+            trainer.step = 3
+            return "stopped"
+        trainer.step = total_steps
+        return "done"
+
+    class Task(_Scored):
+        def evaluations(self, model, trainer, dist):
+            return [Evaluation("squad", 2, lambda xla, step: scores_by_step[step])]
+
+    monkeypatch.setattr(runner, "build", lambda task, dist: (None, types.SimpleNamespace(
+        gradient=False), None))
+    monkeypatch.setattr(runner, "start", lambda task, model, dist, xla: run)
+    monkeypatch.setattr(runner, "log_start", lambda *a: None)
+    monkeypatch.setattr(runner, "save_final", lambda *a: None)
+    monkeypatch.setattr(runner, "mark_finished", lambda *a: None)
+    monkeypatch.setattr(albert.train.loop, "fit", fit)
+    monkeypatch.setattr(albert.train.run_logging, "MetricsLogger", _Quiet)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = runner._run(Task(spec), Distributed(), time.time())
+    return status, out.getvalue()
+
+
+def test_failed_evaluations_are_counted_in_the_summary_and_the_exit_status(
+        tmp_path, sample_vocab, monkeypatch):
+    """SQuAD during pretraining whose runs fail (issue 50 item 8): the run used to exit 0 with a
+    summary that did not mention them."""
+    status, out = _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, "done",
+                                          {2: {}, 4: {"f1": 40.0}})
+    assert status == runner.EVALUATIONS_FAILED == 3
+    [line] = [line for line in out.splitlines() if line.startswith("summary: ")]
+    assert "1 of 2 squad evaluations failed (the warnings above say why; exit status 3)" in line
+    assert "squad f1 40.0000" in line
+    status, out = _run_with_fake_training(monkeypatch, tmp_path / "all", sample_vocab, "done",
+                                          {2: {}, 4: {}})
+    assert status == 3 and "2 of 2 squad evaluations failed" in out
+    # None failed: a finished run's 0, and no such words.
+    status, out = _run_with_fake_training(monkeypatch, tmp_path / "ok", sample_vocab, "done",
+                                          {2: {"f1": 30.0}, 4: {"f1": 40.0}})
+    assert status == 0 and "evaluations failed" not in out
+
+
+def test_a_run_stopped_by_sigterm_exits_with_the_interrupted_status(tmp_path, sample_vocab,
+                                                                    monkeypatch):
+    status, out = _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, "stopped",
+                                          {2: {"f1": 30.0}})
+    assert status == runner.INTERRUPTED == 143
+    assert (f"stopped at step 3; checkpoint in {tmp_path / 'out' / 'checkpoints'}; run the same "
+            "command to resume (exit status 143: interrupted)") in out
+    assert "summary: " not in out

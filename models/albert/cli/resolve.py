@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import os
 
 from albert.errors import FlagError
@@ -219,12 +220,14 @@ _MINIMUMS = {
     "squad_batch_size": 1, "squad_max_seq_length": 8, "eval_batch_size": 1, "shuffle_buffer": 0,
     "max_seq_length": 8, "max_predictions_per_seq": 1, "n_best_size": 1, "max_answer_length": 1,
     "doc_stride": 1, "max_query_length": 1, "plan_ranks": 1, "learning_rate": 0.0,
-    "end_learning_rate": 0.0, "max_grad_norm": 0.0, "weight_decay": 0.0,
+    "squad_learning_rate": 0.0, "end_learning_rate": 0.0, "max_grad_norm": 0.0,
+    "weight_decay": 0.0,
 }
 
 
 def check_training_flags(args) -> None:
-    """One FlagError naming the first count or frequency flag that cannot work."""
+    """One FlagError naming the first count or frequency flag that cannot work, or the first
+    number flag that is not finite."""
     check_directories(args)
     for name, minimum in _MINIMUMS.items():
         value = getattr(args, name, None)
@@ -242,6 +245,12 @@ def check_training_flags(args) -> None:
     if getattr(args, "load_optimizer_state", False) and args.load_from != "checkpoint":
         raise FlagError("--load_optimizer_state needs --load_from checkpoint")
     check_memory_flags(args)
+    for name, value in sorted(vars(args).items()):
+        # nan passes every comparison with a bound, and inf is no rate, norm or threshold: a
+        # run would start and train on NaN (or, in SQuAD during pretraining, fail each time).
+        # Last, so that a flag with a check of its own keeps its own words.
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FlagError(f"--{name} must be a finite number, got {value}")
 
 
 DIRECTORY_FLAGS = ("checkpoint_dir", "log_dir", "output_dir", "cache_dir", "export_dir")

@@ -9,12 +9,14 @@ its message instead of leaving the others waiting at the next collective.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import logging
 import math
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +25,7 @@ from typing import NamedTuple
 
 from albert.data.tokenization import load_tokenizer
 from albert.errors import AlbertError, FlagError
-from albert.io.pretrained import load_pretrained, save_pretrained
+from albert.io.pretrained import load_pretrained, replace_pretrained
 from albert.io.run_record import RunRecord
 from albert.io.savedmodel import export_after_run
 from albert.io.task_card import TASK_FILE, read_task_card, task_card
@@ -57,6 +59,17 @@ logger = logging.getLogger("albert.tasks.runner")
 # all of them but LOWER_IS_BETTER.
 LOWER_IS_BETTER = ("loss",)
 
+# A run's exit status besides 0 (finished) and the user's errors' 2 (albert.cli.flags.user_errors),
+# the same in every runner and on every rank, named here for whoever acts on them (the shipped
+# scripts, albert.sagemaker_entry). INTERRUPTED: stopped by SIGTERM with its progress in a
+# checkpoint; the same command resumes it. It is the status a shell reports for a process that
+# SIGTERM killed, so nothing that reads it (`run_pretraining && run_squad`, a Kubernetes Job, a
+# script) takes an unfinished run for a finished one. EVALUATIONS_FAILED: the run finished and
+# saved its model, but evaluations it was asked for gave no scores (SQuAD during pretraining
+# whose run failed); the summary counts them.
+INTERRUPTED = 128 + int(signal.SIGTERM)
+EVALUATIONS_FAILED = 3
+
 
 def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     """What a runner does with its resolved spec: --plan_only's lines (the batch plan for
@@ -70,7 +83,9 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
 
 
 def run(task_class, spec: RunSpec, one_process: bool = False) -> int:
-    """Run the task of `spec` to the end; 0 when it finished or stopped cleanly. The task is
+    """Run the task of `spec` to the end; its exit status: 0 when it finished, INTERRUPTED when
+    SIGTERM stopped it (a checkpoint holds its progress), EVALUATIONS_FAILED when it finished
+    but some of its evaluations gave no scores. The task is
     built from rank 0's spec, so every rank reads the same files and records the same run.
     `one_process`: this process alone, whatever launcher started it (run_in_child)."""
     started = process_started()
@@ -96,24 +111,25 @@ class Outcome(NamedTuple):
 
 def _run(task, dist, started: float) -> int:
     """The phases, in order: build; start or resume, and train; evaluate; keep the best;
-    export; summarise."""
+    export; summarise. Returns the exit status (see run)."""
     from albert.train.run_logging import MetricsLogger  # TensorFlow: see the note at the top
 
     model, xla, auto_line = build(task, dist)
     spec = task.spec
     metrics = MetricsLogger(spec.outputs.log_dir, dist)
+    tally = Tally(dist)
     try:
         if spec.trains:
-            outcome = train(task, model, dist, metrics, xla, auto_line)
+            outcome = train(task, model, dist, metrics, xla, auto_line, tally=tally)
             if outcome.status == "stopped":
                 if dist.is_chief:
                     print(f"stopped at step {outcome.step}; checkpoint in "
-                          f"{spec.outputs.checkpoint_dir}; run the same command to resume",
-                          flush=True)
-                return 0
+                          f"{spec.outputs.checkpoint_dir}; run the same command to resume "
+                          f"(exit status {INTERRUPTED}: interrupted)", flush=True)
+                return INTERRUPTED
         else:
             outcome = Outcome("evaluated", 0, task.evaluations(model, None, dist))
-        final = evaluate(task, outcome, xla, metrics)
+        final = evaluate(task, outcome, xla, metrics, tally)
         if spec.trains and outcome.status != "finished":
             for evaluation in outcome.evaluations:
                 if evaluation.keeps_best:
@@ -125,9 +141,30 @@ def _run(task, dist, started: float) -> int:
         metrics.close()
     if dist.is_chief:
         print(summary(task, outcome.status, outcome.step, time.time() - started, final, exported,
-                      best), flush=True)
-    dist.barrier()
-    return 0
+                      best, failed=tally.failures()), flush=True)
+    # Rank 0's count is every rank's status (and, as a collective, the barrier at the end).
+    return distributed.on_chief(dist, lambda: EVALUATIONS_FAILED if tally.failures() else 0)
+
+
+class Tally:
+    """Rank 0's count, per evaluation prefix, of the evaluations run and of those that gave no
+    scores: a failed one (the SQuAD run of SQuAD during pretraining ending in an error, logged
+    as a warning when it happens), which would otherwise leave only a missing line in the
+    summary and an exit status of 0. Other ranks score nothing and count nothing."""
+
+    def __init__(self, dist):
+        self.counting = dist.is_chief
+        self.ran, self.failed = collections.Counter(), collections.Counter()
+
+    def record(self, evaluation, scores) -> None:
+        if self.counting:
+            self.ran[evaluation.prefix] += 1
+            self.failed[evaluation.prefix] += not scores
+
+    def failures(self) -> list[str]:
+        """A phrase per prefix with failures, for the summary; [] when none failed."""
+        return [f"{self.failed[p]} of {self.ran[p]} {p} evaluations failed (the warnings above "
+                f"say why; exit status {EVALUATIONS_FAILED})" for p in self.ran if self.failed[p]]
 
 
 def build(task, dist):
@@ -169,15 +206,18 @@ def build(task, dist):
     return model, xla, auto_line
 
 
-def evaluate(task, outcome: Outcome, xla, metrics) -> dict:
+def evaluate(task, outcome: Outcome, xla, metrics, tally: Tally | None = None) -> dict:
     """The final model's scores, {prefix: scores}, each logged at the run's last step (an
     evaluation training ran at that step is not run again). An already finished run is
-    scored again only if its task says so (its summary)."""
+    scored again only if its task says so (its summary). `tally` counts each evaluation run."""
     final = {}
     if outcome.status == "finished" and not task.rescore_finished:
         return final
     for evaluation in outcome.evaluations:
+        again = evaluation.step == outcome.step  # its scores were taken (and counted) there
         scores = evaluation.final(xla.gradient, outcome.step)
+        if tally is not None and not again:
+            tally.record(evaluation, scores)
         if scores:
             final[evaluation.prefix] = scores
             metrics.log(evaluation.prefix, outcome.step, scores)
@@ -312,9 +352,11 @@ class Training(NamedTuple):
     how: str
 
 
-def train(task, model, dist, metrics, xla, auto_line: str | None) -> Outcome:
+def train(task, model, dist, metrics, xla, auto_line: str | None,
+          tally: Tally | None = None) -> Outcome:
     """Start or resume the run in --checkpoint_dir, then train `model` to its last update,
-    evaluating on the way; final/ holds the trained model."""
+    evaluating on the way (each evaluation counted in `tally`); final/ holds the trained
+    model."""
     run = start(task, model, dist, xla)
     if dist.is_chief:
         log_start(task, model, run, xla, auto_line)
@@ -324,7 +366,7 @@ def train(task, model, dist, metrics, xla, auto_line: str | None) -> Outcome:
         if dist.is_chief:
             already_finished(task, model, run)
         return Outcome("finished", step, evaluations)
-    status = updates(task, model, run, evaluations, dist, metrics, xla)
+    status = updates(task, model, run, evaluations, dist, metrics, xla, tally)
     step = int(run.trainer.step)
     if status == "done":
         if dist.is_chief:
@@ -418,9 +460,10 @@ def already_finished(task, model, run: Training) -> None:
           "--checkpoint_dir or --overwrite_checkpoint_dir to train again.", flush=True)
 
 
-def updates(task, model, run: Training, evaluations, dist, metrics, xla) -> str:
-    """The training loop over the task's data from where the run stands, evaluating when due and
-    keeping the best model (--keep_best); "done" or "stopped"."""
+def updates(task, model, run: Training, evaluations, dist, metrics, xla,
+            tally: Tally | None = None) -> str:
+    """The training loop over the task's data from where the run stands, evaluating when due
+    (each counted in `tally`) and keeping the best model (--keep_best); "done" or "stopped"."""
     from albert.train.loop import fit  # TensorFlow: see the note at the top
 
     spec, trainer = task.spec, run.trainer
@@ -430,6 +473,8 @@ def updates(task, model, run: Training, evaluations, dist, metrics, xla) -> str:
         int(trainer.iterations) if run.how == "resumed" else 0, int(trainer.step))
 
     def kept(evaluation, scores, step):
+        if tally is not None:
+            tally.record(evaluation, scores)
         if evaluation.keeps_best:
             keep_best(spec, model, scores, step, dist)
 
@@ -446,8 +491,8 @@ def save_final(task, model, record: dict) -> str:
     (fine-tuned) its task card: the windows and labels it was tuned with (rank 0)."""
     spec = task.spec
     path = os.path.join(spec.outputs.checkpoint_dir, "final")
-    save_pretrained(model, path, spm_model=spec.vocabulary,
-                          extra_json={TASK_FILE: task_card(record)} if task.card else None)
+    replace_pretrained(model, path, spm_model=spec.vocabulary,
+                       extra_json={TASK_FILE: task_card(record)} if task.card else None)
     return path
 
 
@@ -506,8 +551,8 @@ def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> boo
                 return False
     target = os.path.join(directory, "best")
     card = read_task_card(directory)
-    save_pretrained(model, target, spm_model=spec.vocabulary,
-                          extra_json={TASK_FILE: card} if card else None)
+    replace_pretrained(model, target, spm_model=spec.vocabulary,
+                       extra_json={TASK_FILE: card} if card else None)
     record.update(best={"metric": metric, "value": value, "step": step, **scored_on})
     logger.info("best %s so far: %.4f at step %d, kept in %s", metric, value, step, target)
     return True
@@ -558,10 +603,10 @@ def _elapsed(seconds: float) -> str:
 
 
 def summary(task, status, step: int, seconds: float, final: dict, exported: str | None,
-            best: dict | None = None) -> str:
+            best: dict | None = None, failed=()) -> str:
     """One closing line: what ran, how long the command took, the final scores against what
-    the task's baseline would score, and with --keep_best (`best`: kept_best's) which model was
-    kept and exported."""
+    the task's baseline would score, how many evaluations failed (`failed`: Tally.failures()),
+    and with --keep_best (`best`: kept_best's) which model was kept and exported."""
     spec = task.spec
     what = ("evaluation only" if not spec.trains else
             f"{step} updates (already finished)" if status == "finished" else f"{step} updates")
@@ -571,6 +616,7 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
         if shown:
             # With --keep_best the final model may not be the one kept: say whose scores these are.
             parts.append(f"{prefix} {'of the final model ' if best else ''}{shown}")
+    parts.extend(failed)
     baseline = task.baseline(final)
     if baseline:
         parts.append(f"baseline {baseline}")
