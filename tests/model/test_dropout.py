@@ -113,3 +113,17 @@ def test_float32_inputs_stay_float32_under_mixed_precision():
     assert y.dtype == tf.float32
     kept = y.numpy()[y.numpy() != 0]
     np.testing.assert_array_equal(kept, np.float32(1 / 3) * np.float32(2.0))
+
+
+def test_a_key_opened_in_one_thread_is_not_seen_in_another():
+    """The open keys are per thread: a model called in another thread (a data or evaluation
+    thread) while a training step holds a key draws from no key of that step."""
+    import threading
+
+    seen = []
+    with dropout_key(tf.constant([1, 2])):
+        thread = threading.Thread(target=lambda: seen.append(active_key()))
+        thread.start()
+        thread.join()
+        assert active_key() is not None
+    assert seen == [None]

@@ -103,3 +103,24 @@ def test_the_learned_nothing_warning_never_calls_the_usual_rate_too_low():
         "few updates (30), or a --learning_rate that does not suit this model's size (0.01 here; "
         f"{PretrainingTask.usual_rates})")
     assert "about 0.01" in warning and "too low" not in warning and "too high" not in warning
+
+
+def test_a_model_no_longer_used_is_freed_with_its_inference_functions():
+    """The traced functions live on the model: a run that evaluates model after model (keep-best,
+    in-run evaluations of each checkpoint) does not keep every one of them alive."""
+    import gc
+    import weakref
+
+    import tensorflow as tf
+
+    class Model:
+        def __call__(self, inputs, training):
+            return {"logits": tf.cast(inputs["input_ids"], tf.float32)}
+
+    model = Model()
+    run = inference_fn(model, False, ("logits",))
+    run({k: tf.constant([[1, 2]]) for k in ("input_ids", "attention_mask", "token_type_ids")})
+    gone = weakref.ref(model)
+    del model, run
+    gc.collect()
+    assert gone() is None

@@ -11,12 +11,21 @@ pass (albert.model.recompute) draws the same masks.
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import keras
 import tensorflow as tf
 
-# The keys of the open dropout_key blocks, innermost last (read while the step is traced).
-_keys: list = []
+
+class _OpenKeys(threading.local):
+    """The keys of the open dropout_key blocks, innermost last (read while the step is traced).
+    Per thread: a model traced in one thread must not draw from a block another thread opened."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_open = _OpenKeys()
 
 # One constant per dropout site. Stable across versions: a saved run's masks depend on them.
 SITE_EMBEDDINGS, SITE_ATTENTION_PROBS, SITE_ATTENTION_OUTPUT, SITE_FFN_OUTPUT = 1, 2, 3, 4
@@ -29,26 +38,27 @@ _LAYER_SCOPE = 1000
 def dropout_key(key):
     """Inside the block, training-mode dropout draws its masks from `key` (int [2], a stateless
     seed as tf.random.stateless_uniform takes). Nested blocks use the innermost key."""
-    _keys.append(key)
+    _open.stack.append(key)
     try:
         yield
     finally:
-        _keys.pop()
+        _open.stack.pop()
 
 
 def active_key():
     """The innermost open dropout_key's key (int [2]), or None outside every block."""
-    return _keys[-1] if _keys else None
+    return _open.stack[-1] if _open.stack else None
 
 
 @contextlib.contextmanager
 def layer_scope(index: int):
     """Inside the block, masks are drawn from the active key folded with `index` (the position of
     a transformer layer application in the network). Outside every dropout_key block: no effect."""
-    if not _keys:
+    if not _open.stack:
         yield
         return
-    with dropout_key(tf.random.experimental.stateless_fold_in(_keys[-1], _LAYER_SCOPE + index)):
+    key = tf.random.experimental.stateless_fold_in(_open.stack[-1], _LAYER_SCOPE + index)
+    with dropout_key(key):
         yield
 
 
@@ -73,8 +83,8 @@ class StatelessDropout(keras.layers.Layer):
     def call(self, x, training=False):
         if not training or self.rate == 0.0:
             return x
-        if _keys:
-            seed = tf.random.experimental.stateless_fold_in(_keys[-1], self.site)
+        if _open.stack:
+            seed = tf.random.experimental.stateless_fold_in(_open.stack[-1], self.site)
         else:
             seed = tf.random.uniform([2], maxval=2**31 - 1, dtype=tf.int32)
         keep = tf.random.stateless_uniform(tf.shape(x), seed=seed) >= self.rate

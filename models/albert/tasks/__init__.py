@@ -182,15 +182,21 @@ def synthetic_inputs(micro_batch: int, seq_length: int, vocab_size: int) -> dict
             "token_type_ids": tf.zeros([b, s], tf.int32)}
 
 
-def inference_fn(model, xla: bool, outputs: tuple, _cache: dict = {}):  # noqa: B006 - a memo
+def inference_fn(model, xla: bool, outputs: tuple):
     """inputs -> model(inputs, training=False)[each of outputs], traced once per model and XLA
-    setting and kept: --eval_frequency evaluates many times, and each new tf.function would trace
-    (and under XLA compile) again."""
+    setting and kept on the model: --eval_frequency evaluates many times, and each new tf.function
+    would trace (and under XLA compile) again. Kept on the model, not in a module-level memo, so
+    that a model no longer used is freed with its functions."""
     # TensorFlow only when a task evaluates: the commands import albert.tasks (their flags'
     # choices and defaults) and answer --help and --plan_only without it.
     import tensorflow as tf
 
-    key = (id(model), xla, outputs)
+    # Set past Keras' attribute tracking: a dict of functions is no layer state to track or save.
+    _cache = model.__dict__.get("_albert_inference_fns")
+    if _cache is None:
+        _cache = {}
+        object.__setattr__(model, "_albert_inference_fns", _cache)
+    key = (xla, outputs)
     if key not in _cache:
         signature = {k: tf.TensorSpec([None, None], tf.int32) for k in MODEL_INPUTS}
 
