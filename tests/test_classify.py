@@ -136,7 +136,7 @@ def test_albert_export_task_classification_gives_the_same(topic_run, reference, 
                                         "--head", "classification", "--output_dir", str(saved)])
     assert "exported classification SavedModel" in proc.stdout and "logits" in proc.stdout
     assert sorted(os.listdir(saved / "assets")) == ["albert_task.json", "config.json",
-                                                    "spiece.model"]
+                                                    "spiece.model", "tokenizer_config.json"]
     assert (json.loads((saved / "assets" / "albert_task.json").read_text())
             == json.loads((out / "serving" / "1" / "assets" / "albert_task.json").read_text()))
     dev = read_tsv(out / "topic" / "dev.tsv")

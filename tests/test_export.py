@@ -13,6 +13,7 @@ import tensorflow as tf
 from helpers import keras_outputs, serving_inputs, tiny_config
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
+from albert.data.tokenization import text_rule
 from albert.io.pretrained import save_pretrained
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -75,7 +76,10 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
     proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--head", "qa",
                    "--output_dir", str(out), "--spm_model", sample_vocab])
     assert "exported qa SavedModel" in proc.stdout
-    assert sorted(os.listdir(out / "assets")) == ["config.json", "spiece.model"]
+    assert sorted(os.listdir(out / "assets")) == ["config.json", "spiece.model",
+                                                  "tokenizer_config.json"]
+    # The vocabulary's text rule travels with it: the export tokenizes as the records were made.
+    assert text_rule(str(out / "assets" / "spiece.model")) == text_rule(sample_vocab)
     assert AlbertConfig.from_json_file(out / "assets" / "config.json") == model.config
 
     shown = subprocess.run([SAVED_MODEL_CLI, "show", "--dir", str(out), "--all"],
