@@ -176,6 +176,9 @@ def staged_files(target: str, last: tuple[str, ...] = (), remove: tuple[str, ...
     """
     if os.path.exists(target) and not os.path.isdir(target):
         raise OutputError(f"{target} is a file, not a directory: give a directory to save into")
+    if os.path.islink(target) and not os.path.exists(target):
+        raise OutputError(f"{target} is a link to {os.readlink(target)}, which does not exist: "
+                          "give a directory to save into")
     created = not os.path.isdir(target)
     os.makedirs(target, exist_ok=True)
     staged = new_directory(target, prefix)
@@ -195,6 +198,13 @@ def staged_files(target: str, last: tuple[str, ...] = (), remove: tuple[str, ...
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        # Checked before the first rename: a folder in a file's place would stop the save half
+        # way, new weights beside the old config.
+        for name in names:
+            there = os.path.join(target, name)
+            if os.path.isdir(there) and not os.path.islink(there):
+                raise OutputError(f"{there} is a directory: the save would write a file of that "
+                                  f"name; move it or save into another directory")
         for name in names:
             os.replace(os.path.join(staged, name), os.path.join(target, name))
         for name in remove:

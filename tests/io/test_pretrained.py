@@ -360,3 +360,34 @@ def test_item9_a_config_json_that_is_not_utf8_is_the_toolkits_error(saved):
         AlbertForPreTraining.from_pretrained(saved)
     assert str(error.value) == (f"{saved / 'config.json'} is not UTF-8 JSON: byte 0xe9 at "
                                 f"offset {offset} (invalid continuation byte)")
+
+
+def test_a_save_that_would_not_be_what_loads_or_would_stop_half_way_is_refused_first(
+        saved, tmp_path, hf_config, google_dir):
+    """Three folders a save cannot finish in as the user means, each refused in one line before
+    any file is replaced: a Google release folder (its albert_config.json and model.ckpt* load
+    first, so the old weights would still be what from_pretrained reads), a folder whose
+    config.json is a directory (the weights would be replaced, then the save would stop), and a
+    link to nowhere."""
+    import torch
+    import transformers
+
+    from albert.errors import OutputError
+
+    model = AlbertForPreTraining.from_pretrained(saved)
+    torch.manual_seed(3)
+    release = google_dir(tmp_path, transformers.AlbertForPreTraining(hf_config()).eval(), "v1")
+    before = sorted(os.listdir(release))
+    with pytest.raises(OutputError, match="holds a Google ALBERT checkpoint .* save into another"):
+        model.save_pretrained(release)
+    assert sorted(os.listdir(release)) == before
+
+    odd = tmp_path / "odd"
+    (odd / "config.json").mkdir(parents=True)
+    with pytest.raises(OutputError, match="config.json is a directory"):
+        model.save_pretrained(odd)
+    assert sorted(os.listdir(odd)) == ["config.json"]  # no weights beside a missing config
+
+    (tmp_path / "nowhere").symlink_to(tmp_path / "gone")
+    with pytest.raises(OutputError, match="nowhere is a link to .*gone, which does not exist"):
+        model.save_pretrained(tmp_path / "nowhere")

@@ -23,7 +23,11 @@ import os
 import re
 
 from albert.data.tokenization import load_spm, vocab_checksum
-from albert.errors import CheckpointError, DataError  # CheckpointError importable from here too
+from albert.errors import (  # CheckpointError importable from here too
+    CheckpointError,
+    DataError,
+    OutputError,
+)
 from albert.fs import staged_directory, staged_files
 from albert.io.google_tf1 import (
     GOOGLE_VOCAB_NAME,
@@ -53,6 +57,12 @@ logger = logging.getLogger(__name__)
 STALE_WITH_A_NEW_VOCABULARY = ("spiece.vocab", "special_tokens_map.json", "added_tokens.json")
 
 
+def _google_checkpoint(directory: str) -> bool:
+    """A Google model.ckpt* checkpoint in `directory` (a SavedModel's variables are not one)."""
+    prefix = google_checkpoint_prefix(directory)
+    return bool(prefix) and not prefix.endswith(os.path.join("variables", "variables"))
+
+
 def pretrained_kind(path) -> str:
     """'google' or 'huggingface': which published layout the directory `path` holds.
 
@@ -63,10 +73,7 @@ def pretrained_kind(path) -> str:
     directory = os.fspath(path)
     if not os.path.isdir(directory):
         raise CheckpointError(f"checkpoint directory not found: {directory}")
-    if google_config_path(directory):
-        return "google"
-    prefix = google_checkpoint_prefix(directory)
-    if prefix and not prefix.endswith(os.path.join("variables", "variables")):
+    if google_config_path(directory) or _google_checkpoint(directory):
         return "google"
     if any(os.path.exists(os.path.join(directory, name))
            for name in ("config.json", SAFETENSORS_NAME, PYTORCH_NAME)):
@@ -251,6 +258,12 @@ def _stale_files(model, directory: str, spm_model: str | None,
                  extra_json: dict | None) -> tuple[str, ...]:
     """The checks before save_pretrained writes into `directory`, and the names of its files
     that the save makes stale (to remove once the new files are in)."""
+    if os.path.isdir(directory) and (google_config_path(directory)
+                                     or _google_checkpoint(directory)):
+        # pretrained_kind reads a Google layout first: the old checkpoint would still load.
+        raise OutputError(f"{directory} holds a Google ALBERT checkpoint (albert_config.json or "
+                          "model.ckpt*), which from_pretrained would load instead of the saved "
+                          "model: save into another directory")
     present = os.path.join(directory, HF_VOCAB_NAME)
     stale = []
     if spm_model:
