@@ -133,13 +133,15 @@ elif [ -e "$OUT" ] && [ ! -d "$OUT" ]; then
 elif [ -d "$OUT" ] && { [ ! -r "$OUT" ] || [ ! -x "$OUT" ]; }; then
     refuse "DEMO_DIR $OUT cannot be read: name a folder you can read and write"
 elif [ "$MODE" = all ]; then
-    if [ -d "$OUT" ]; then
+    # In a folder it made, other files (a user's notes, Finder's .DS_Store) stay where they are:
+    # the demo deletes only its own names.
+    if [ -d "$OUT" ] && ! marked; then
         other=$(stranger)
         [ -z "$other" ] || refuse "DEMO_DIR $OUT holds '$other', which the demo does not write: $ANOTHER"
-        marked || [ -z "$(ls -A -- "$OUT")" ] || old_demo ||
+        [ -z "$(ls -A -- "$OUT")" ] || old_demo ||
             refuse "DEMO_DIR $OUT was not made by the demo (no $MARK in it) and is not empty:" \
                    "name a new or empty folder, or remove this one yourself"
-    else
+    elif [ ! -d "$OUT" ]; then
         why=$(mkdir -p -- "$OUT" 2>&1) ||
             refuse "DEMO_DIR $OUT cannot be made (${why##*: }): name a folder you can write to"
     fi

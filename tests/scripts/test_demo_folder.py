@@ -84,12 +84,6 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path):
     proc = subprocess.run(["bash", DEMO], env=_env("project"), cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     _refused(proc, str(project), "thesis.txt")
-    # A folder the demo made, where a user then put a file of theirs: not emptied either.
-    _finished_demo(own)
-    _write(own / "notes.md")
-    _refused(_demo(own), "notes.md")
-    assert _read(own / "notes.md") == "precious\n" and _read(own / "corpus.txt") == (
-        "the demo's corpus\n")
 
 
 def test_demo_refuses_a_link_and_a_file(tmp_path):
@@ -192,7 +186,8 @@ def _start_then_stop(out):
 def test_demo_empties_its_own_folder_and_never_through_a_link(tmp_path):
     """A folder the demo made is emptied on a re-run, but a link in it goes, not what it points
     to: a user's folder linked in as `finetune`, a file linked in as `corpus.txt`, a link deeper
-    down."""
+    down. Files of others in it (a user's notes, Finder's .DS_Store) stay: the demo deletes only
+    its own names."""
     outside = tmp_path / "outside"
     _write(outside / "keep" / "thesis.txt")
     _write(outside / "paper.txt")
@@ -203,11 +198,14 @@ def test_demo_empties_its_own_folder_and_never_through_a_link(tmp_path):
     (out / "vocab" / "deeper").symlink_to(outside)
     os.remove(out / "corpus.txt")
     (out / "corpus.txt").symlink_to(outside / "paper.txt")
+    _write(out / "notes.md")
+    _write(out / ".DS_Store", "finder\n")
     _start_then_stop(out)
     assert _read(outside / "keep" / "thesis.txt") == "precious\n"
     assert _read(outside / "paper.txt") == "precious\n"
     left = set(os.listdir(out)) - {"corpus.txt"}  # the first step may have begun writing it
-    assert left == {".albert-demo"}
+    assert left == {".albert-demo", "notes.md", ".DS_Store"}
+    assert _read(out / "notes.md") == "precious\n"
     assert not os.path.islink(out / "corpus.txt")
 
 
