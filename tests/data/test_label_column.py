@@ -62,3 +62,21 @@ def test_texts_that_are_only_sometimes_labels_are_kept(tmp_path):
     path = tmp_path / "train.tsv"
     path.write_text("sentence\tlabel\nyes\tyes\nno\tno\nmaybe so\tyes\n")
     assert len(read_examples(str(path), Columns("sentence", None, "label"))) == 3
+
+
+def test_a_first_row_whose_label_is_a_label_of_the_rows_is_no_header(tmp_path):
+    """The case no flag makes ambiguous: rows "0\\tgreat movie" read with --label 0 --text_a 1
+    and --no_header forgotten. "0" names column 0, which is also position 0, and the first row
+    was dropped silently as the header. Its label cell is a label of the other rows: refused."""
+    path = tmp_path / "train.tsv"
+    path.write_text("0\tgreat movie\n0\tbad film\n1\tdull plot\n")
+    with pytest.raises(ClassificationDataError) as e:
+        read_examples(str(path), Columns("1", None, "0", header=True))
+    message = str(e.value)
+    assert "\n" not in message and str(path) in message
+    assert "'0' in the label column" in message and "pass --no_header" in message
+    assert len(read_examples(str(path), Columns(1, None, 0, header=False))) == 3
+    # A real header's label name is no label: read as before.
+    path.write_text("label\tsentence\n0\tgreat movie\n1\tdull plot\n")
+    assert [e.label for e in read_examples(str(path), Columns("sentence", None, "label"))] == [
+        "0", "1"]

@@ -185,7 +185,8 @@ def _check_header(path: str, header: list[str]) -> None:
         if name and name in seen:
             raise ClassificationDataError(
                 f"{path}: its header names column {name!r} twice (positions {seen[name]} and "
-                f"{position}, from 0); rename one so that --text_a/--text_b/--label say which")
+                f"{position}, from 0); rename one so that --text_a/--text_b/--label say which "
+                "(or, if the file has no header row, pass --no_header)")
         seen.setdefault(name, position)
 
 
@@ -229,6 +230,19 @@ def _check_not_a_header(path: str, examples: list[Example], fields: list[str], w
         f"{path} line {line} looks like a header, but --no_header reads it as an example: its "
         f"label {first!r} appears only there and is {why}. Drop --no_header and name the "
         f"columns ({names}), or remove that row")
+
+
+def _check_header_is_no_row(path: str, header: list[str], label_index: int,
+                            examples: list[Example]) -> None:
+    """Without --no_header the first row is the header. When its label cell is one of the rows'
+    labels ("0" above rows labelled 0 and 1), it is most likely a row of a headerless file,
+    dropped silently: refuse, saying how to read it."""
+    name = header[label_index]
+    if any(e.label == name for e in examples):
+        raise ClassificationDataError(
+            f"{path}: its first row, read as the header, has {name!r} in the label column, and "
+            f"{name!r} is also a label of its rows: the first row looks like data. If the file "
+            "has no header row pass --no_header; else rename that column")
 
 
 def _warn_if_a_header(path: str, first: list[str], numbers: list[bool], texts: list[int],
@@ -292,6 +306,8 @@ def _read_table(path: str, kind: str, columns: Columns, labelled: bool) -> list[
         examples.append(Example(len(examples), number, fields[where["--text_a"]],
                                 fields[where["--text_b"]] if "--text_b" in where else None,
                                 label if labelled else None))
+    if header is not None and labelled and "--label" in where:
+        _check_header_is_no_row(path, header, where["--label"], examples)
     if header is None and labelled and examples:
         _check_not_a_header(path, examples, first_fields, where, examples[0].line)
     elif header is None and len(examples) > 1:
