@@ -1,12 +1,22 @@
 """The run record, run.json in a run directory (--checkpoint_dir): what the run was started from,
 its XLA and batch plans, its spec, its step, whether it finished and its best evaluation. This
-module is the one that reads and writes it; albert.train.run_dir decides what goes in it when a run
-starts, albert.tasks.runner when it evaluates and ends, and albert.io.task_card reads a fine-tuned
-model's card from it.
+module is the one that knows its entries (Record) and reads and writes it (RunRecord);
+albert.train.run_dir decides what goes in it when a run starts, albert.tasks.runner when it
+evaluates and ends, and albert.io.task_card reads a fine-tuned model's card from it.
+
+The layouts released versions wrote, all read by Record.from_json:
+  pre-spec       started_from, xla, batch_plan, total_steps, finished, step (and a fine-tune's
+                 train_file, task, labels); no bias_correction: Adam's moments were uncorrected
+  pre-spec+bc    the same with a top-level bias_correction
+  spec           the same with the run's identity under "spec" (and the command and versions);
+                 "task" and "labels" were also written beside it
+  spec, no start a spec whose record lacks the top-level started_from (the spec's holds it)
+  current        the spec holds the task and labels once; "best" names its evaluation file
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -38,6 +48,65 @@ _OTHER_ENTRIES = {
 }
 RECORD_ENTRIES = (*_OBJECT_ENTRIES, *_OTHER_ENTRIES)
 _BATCH_PLAN = ("ranks", "micro_batch", "accumulation", "global_batch")
+
+
+@dataclasses.dataclass
+class Record:
+    """run.json's entries (see the module docstring for the layouts). None: not recorded.
+    `extra` keeps the entries this version does not know (a newer version's, or an old
+    fine-tune's train_file), written back as they were."""
+    started_from: dict | None = None
+    spec: dict | None = None
+    xla: dict | None = None
+    batch_plan: dict | None = None
+    total_steps: int | None = None
+    step: int | None = None
+    finished: bool | None = None
+    best: dict | None = None
+    command: list | None = None
+    versions: dict | None = None
+    # Only a record written before run specs holds these: a spec records them itself.
+    bias_correction: bool | None = None
+    task: str | None = None
+    labels: list | None = None
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Record:
+        """The record of run.json's (checked: shape_error) object, of any layout."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        record = cls(**{k: v for k, v in data.items() if k in known},
+                     extra={k: v for k, v in data.items() if k not in known})
+        # Written beside the spec too by the versions that stored them twice: the spec's count.
+        if "task" in (record.spec or {}):
+            record.task = None
+        if "labels" in (record.spec or {}):
+            record.labels = None
+        return record
+
+    def to_json(self) -> dict:
+        entries = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                   if f.name != "extra" and getattr(self, f.name) is not None}
+        return {**self.extra, **entries}
+
+    def merged(self, newer: Record) -> Record:
+        """This record with every entry `newer` records replaced."""
+        return Record.from_json({**self.to_json(), **newer.to_json()})
+
+    @property
+    def start(self) -> dict | None:
+        """Where the run began: a record without its own entry (written by hand, or cut short)
+        still says in its spec."""
+        return self.started_from or (self.spec or {}).get("started_from")
+
+    @property
+    def run_task(self) -> str | None:
+        return (self.spec or {}).get("task", self.task)
+
+    @property
+    def run_labels(self) -> list | None:
+        """A classifier's labels in id order (None: none recorded)."""
+        return (self.spec or {}).get("labels", self.labels)
 
 
 class RunRecord:
@@ -85,11 +154,20 @@ class RunRecord:
             raise
         _sync_directory(self.directory)
 
-    def update(self, **entries) -> dict:
-        """The record with `entries` replaced (a record is made when there is none); returns
-        it."""
-        record = {**(self.read() or {}), **entries}
-        self.write(record)
+    def load(self, advice: str = "use a new --checkpoint_dir or --overwrite_checkpoint_dir"
+             ) -> Record | None:
+        """The record as a Record (read's checks and errors); None when there is none yet."""
+        data = self.read(advice)
+        return None if data is None else Record.from_json(data)
+
+    def save(self, record: Record) -> None:
+        self.write(record.to_json())
+
+    def update(self, **entries) -> Record:
+        """The record with `entries` (Record's fields) replaced (a record is made when there is
+        none); returns it."""
+        record = dataclasses.replace(self.load() or Record(), **entries)
+        self.save(record)
         return record
 
     def remove(self) -> None:
@@ -98,7 +176,7 @@ class RunRecord:
 
     def best(self) -> dict | None:
         """The best evaluation --keep_best kept: {"metric", "value", "step", ...}; None if none."""
-        return (self.read() or {}).get("best")
+        return (self.load() or Record()).best
 
 
 def _sync_directory(directory: str) -> None:

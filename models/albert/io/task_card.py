@@ -14,7 +14,7 @@ import json
 import os
 
 from albert.errors import CheckpointError
-from albert.io.run_record import RunRecord
+from albert.io.run_record import Record, RunRecord
 
 TASK_FILE = "albert_task.json"
 
@@ -68,7 +68,7 @@ def read_task_card(path: str) -> dict | None:
                                   "object")
         return check_card(found, f"{candidate} (of the model {path})")
     record = RunRecord(directory)
-    spec = (record.read(advice=f"it is the run record of the model {path}") or {}).get("spec")
+    spec = (record.load(advice=f"it is the run record of the model {path}") or Record()).spec
     if not spec:
         return None
     return check_card(task_card(spec), f"{record.path} (of the model {path})")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -18,8 +17,9 @@ import numpy as np
 from albert.data import classification as data
 from albert.errors import FlagError
 from albert.eval.classification_scoring import classification_scores, regression_scores
+from albert.io.eval_results import write_eval_results
 from albert.io.pretrained import load_model
-from albert.io.run_record import RunRecord
+from albert.io.run_record import Record, RunRecord
 from albert.model import MODEL_INPUTS
 from albert.tasks import (
     LOOP_LOGGED,
@@ -167,11 +167,11 @@ class ClassifierTask(Task):
 
         spec = self.spec
         path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir
-        record = {}
+        record = Record()
         if spec.model.load_from == "checkpoint":
             directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
-            record = RunRecord(directory).read() or {}
-        trained = tuple(record["labels"]) if record.get("labels") else None
+            record = RunRecord(directory).load() or record
+        trained = tuple(record.run_labels) if record.run_labels else None
         asked = self.label_names
         names = trained or asked
         num_labels = 1 if self.regression else (len(names) if names else None)
@@ -187,8 +187,8 @@ class ClassifierTask(Task):
             model.label_names = tuple(self.label_names)
         logger.info("evaluating with the fine-tuned weights of %s", path)
         if self.kind is None:
-            self.kind = record.get("task") or ("regression" if model.num_labels == 1
-                                               else "classification")
+            self.kind = record.run_task or ("regression" if model.num_labels == 1
+                                            else "classification")
         if self.regression:
             if model.num_labels != 1:
                 raise FlagError(f"--task regression needs a model with one output; {path} has "
@@ -383,8 +383,7 @@ def score(task, index, logits, labels, step) -> dict:
     result = {"eval_file": eval_file, "examples": len(index), "task": task.name,
               "labels": list(task.label_names) if not task.regression else None,
               "metric": headline, "step": step, **{k: _finite(v) for k, v in scores.items()}}
-    with open(os.path.join(output_dir, "eval_results.json"), "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
+    write_eval_results(output_dir, result)
     gold = ([repr(float(v)) for v in labels] if task.regression
             else [task.label_names[int(i)] for i in labels])
     path = os.path.join(output_dir, "eval_predictions.tsv")

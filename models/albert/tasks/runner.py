@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -25,8 +24,9 @@ from typing import NamedTuple
 
 from albert.data.tokenization import load_tokenizer
 from albert.errors import AlbertError, FlagError
+from albert.io.eval_results import add_eval_results
 from albert.io.pretrained import load_pretrained, replace_pretrained
-from albert.io.run_record import RunRecord
+from albert.io.run_record import Record, RunRecord
 from albert.io.savedmodel import export_after_run
 from albert.io.task_card import TASK_FILE, read_task_card, task_card
 from albert.tasks import learned_nothing_warning
@@ -407,10 +407,9 @@ def start(task, model, dist, xla) -> Training:
                       checkpoint_path=spec.model.checkpoint_path,
                       load_optimizer_state=spec.model.load_optimizer_state,
                       overwrite=out.overwrite_checkpoint_dir,
-                      record={"started_from": spec.model.started_from(), "xla": xla._asdict(),
-                              "batch_plan": plan.as_dict(), "total_steps": total_steps,
-                              "spec": record, **environment(), "task": task.name,
-                              "labels": record["labels"], "finished": False})
+                      record=Record(started_from=spec.model.started_from(), xla=xla._asdict(),
+                                    batch_plan=plan.as_dict(), total_steps=total_steps,
+                                    spec=record, **environment(), finished=False))
     return Training(trainer, checkpoints, plan, total_steps, examples, record, how)
 
 
@@ -582,14 +581,8 @@ def kept_best(spec: RunSpec, exported: str | None, dist) -> dict | None:
         kept = {"model": "final", "metric": out.keep_best, "value": None, "step": None,
                 "path": os.path.join(out.checkpoint_dir, "final")}
     kept["exported"] = exported
-    results = os.path.join(out.output_dir or "", "eval_results.json")
-    if out.output_dir and os.path.isfile(results):
-        with open(results, encoding="utf-8") as f:
-            scores = json.load(f)
-        scores["keep_best"] = kept
-        with open(results + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(scores, f, indent=2)
-        os.replace(results + ".tmp", results)
+    if out.output_dir:
+        add_eval_results(out.output_dir, keep_best=kept)
     return kept
 
 

@@ -13,6 +13,7 @@ import random
 
 from albert.data import squad
 from albert.eval.squad_scoring import detect_version, evaluate
+from albert.io.eval_results import write_eval_results
 from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
 from albert.tasks import (
@@ -278,8 +279,7 @@ def score(spec, examples, data, prefix, results, version: str) -> dict:
         with open(os.path.join(output_dir, name), "w", encoding="utf-8") as f:
             json.dump(obj, f, indent=1 if name != "nbest_predictions.json" else None)
     scores = evaluate(data, predictions, null_odds if version == "v2.0" else None, version)
-    with open(os.path.join(output_dir, "eval_results.json"), "w") as f:
-        json.dump({"version": version, **scores}, f, indent=2)
+    write_eval_results(output_dir, {"version": version, **scores})
     predict_file = spec.data.predict
     print(f"SQuAD {version} on {predict_file}: exact "
           f"{scores.get('exact', scores.get('exact_match')):.2f} F1 "

@@ -21,7 +21,7 @@ import time
 import tensorflow as tf
 
 from albert.errors import CheckpointError
-from albert.io.run_record import RunRecord
+from albert.io.run_record import Record, RunRecord
 from albert.model.config import AlbertConfig
 from albert.train.distributed import on_chief
 from albert.train.input_positions import (
@@ -250,8 +250,7 @@ def legacy_updates(path: str, names: set, _seen: frozenset = frozenset()) -> int
     of those. CheckpointError when that checkpoint is gone: a guess would size every corrected
     update of the run wrongly."""
     updates = int(tf.train.load_variable(path, _STEP)) if _STEP in names else 0
-    record = RunRecord(os.path.dirname(path)).read() or {}
-    start = record.get("started_from") or (record.get("spec") or {}).get("started_from") or {}
+    start = (RunRecord(os.path.dirname(path)).load() or Record()).start or {}
     source = start.get("checkpoint_path")
     if not start.get("load_optimizer_state") or not source:
         return updates

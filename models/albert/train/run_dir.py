@@ -11,6 +11,7 @@ from elsewhere, starts anew, or refuses a command that describes another run.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import glob
 import logging
@@ -18,9 +19,10 @@ import os
 import shutil
 import socket
 import time
+from dataclasses import dataclass
 
 from albert.errors import CheckpointError
-from albert.io.run_record import RUN_RECORD, RunRecord
+from albert.io.run_record import RUN_RECORD, Record, RunRecord
 from albert.train.distributed import on_chief
 from albert.train.run_spec import check_resume
 
@@ -93,11 +95,11 @@ def remove_interrupted_saves(directory: str) -> None:
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
 
 
-def set_aside_unscored_best(directory: str, previous: dict | None) -> None:
+def set_aside_unscored_best(directory: str, previous: Record | None) -> None:
     """A best/ model whose score the record does not hold (a lost run.json) can be compared with
     no evaluation: moved aside, never replaced by a worse one, and --keep_best starts afresh."""
     best = os.path.join(directory, "best")
-    if not os.path.isdir(best) or (previous or {}).get("best"):
+    if not os.path.isdir(best) or (previous and previous.best):
         return
     aside = f"{best}.unscored-{time.strftime('%Y%m%d-%H%M%S')}"
     os.replace(best, aside)
@@ -117,7 +119,7 @@ def describe_start(started_from: dict) -> str:
 
 def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
                 load_optimizer_state: bool = False, overwrite: bool = False,
-                record: dict | None = None) -> str:
+                record: Record | dict | None = None) -> str:
     """Where a run starts, then rank 0's state to every rank before the first update.
 
     store: the run's albert.train.checkpoint_store.CheckpointStore. Returns "resumed" (this
@@ -128,77 +130,117 @@ def start_state(trainer, store, *, load_from: str, checkpoint_path: str | None,
     The directory's run record says what its run was started from. The same start resumes; a
     different one is refused (say --overwrite_checkpoint_dir to discard the old run, or use a new
     --checkpoint_dir), so one experiment never silently continues another. `record` holds the
-    fields this run writes into the record (its start under "started_from", plans, ...).
+    entries this run writes into the record (its start under "started_from", plans, ...).
     """
-    record = dict(record or {})
-    started_from = record.get("started_from", {"load_from": load_from,
-                                               "checkpoint_path": checkpoint_path})
-
-    def decide() -> tuple:
-        how = "new"
-        directory = store.directory
-        try:
-            previous = RunRecord(directory).read()
-        except CheckpointError:
-            if not overwrite:
-                raise
-            previous = {"unreadable": True}  # discarded below with the rest, as asked
-        if overwrite and (previous or store.has_checkpoints()):
-            logger.warning("--overwrite_checkpoint_dir: discarding the run in %s", directory)
-            store.discard()
-            previous = None
-        if store.has_checkpoints() and previous is not None:
-            # A record without its own entry (written by hand, or cut short) still says in its
-            # spec where the run began.
-            before = previous.get("started_from") or (previous.get("spec") or {}).get(
-                "started_from")
-            if before is None:
-                logger.warning("%s records no start (%s): resuming its checkpoints as this "
-                               "command's run", directory, RUN_RECORD)
-            elif before != started_from:
-                raise CheckpointError(
-                    f"--checkpoint_dir {directory} holds a run started from "
-                    f"{describe_start(before)}; this command starts from "
-                    f"{describe_start(started_from)}. Use a new --checkpoint_dir, or add "
-                    f"--overwrite_checkpoint_dir to discard that run")
-        elif store.has_checkpoints():
-            logger.warning("%s has checkpoints but no run record (%s): resuming them as this "
-                           "command's run, with its flags", directory, RUN_RECORD)
-        resumed = store.restore_latest()
-        if resumed:
-            if "spec" in record:
-                record["spec"] = check_resume(previous, record["spec"], directory,
-                                              int(trainer.step))
-            set_aside_unscored_best(directory, previous)
-            logger.info("resuming from %s", resumed)
-            how = "resumed"
-        elif load_from == "checkpoint":
-            if not checkpoint_path:
-                raise CheckpointError(f"--load_from checkpoint: no checkpoint in --checkpoint_dir "
-                                      f"{directory} and no --checkpoint_path given")
-            store.restore(checkpoint_path, partial="weights+optimizer"
-                          if load_optimizer_state else "weights")
-            logger.info("initialised from %s%s", checkpoint_path,
-                        " (weights and optimizer moments)" if load_optimizer_state else "")
-            how = "initialised"
-        merged = {**(previous or {}), **record, "started_from": started_from}
-        if how != "resumed":
-            # A best evaluation of an attempt that left no checkpoint is not this run's.
-            merged.pop("best", None)
-            shutil.rmtree(os.path.join(directory, "best"), ignore_errors=True)
-        if how == "resumed" and (previous or {}).get("finished") \
-                and int(trainer.step) >= (record.get("total_steps") or 0):
-            merged["finished"] = True  # the same command again: still finished
-        if previous and "xla" in previous:
-            merged["xla"] = previous["xla"]  # the plan the run started with stays its plan
-        RunRecord(directory).write(merged)
-        return how, (record.get("spec") or {}).get("bias_correction")
-
+    new = record if isinstance(record, Record) else Record.from_json(dict(record or {}))
+    if new.started_from is None:
+        new = dataclasses.replace(new, started_from={"load_from": load_from,
+                                                     "checkpoint_path": checkpoint_path})
+    start = Start(load_from, checkpoint_path, load_optimizer_state, overwrite)
     # Decided on rank 0; a refusal there stops every rank with its message.
-    how, bias_correction = on_chief(trainer.dist, decide)
+    how, bias_correction = on_chief(trainer.dist, lambda: decide_start(trainer, store, new, start))
     if bias_correction is not None and hasattr(trainer.optimizer, "bias_correction"):
         # Before the update is traced, on every rank: the form the run goes on with (a run
         # recorded before bias correction existed continues uncorrected).
         trainer.optimizer.bias_correction = bias_correction
     trainer.broadcast_state()
     return how
+
+
+@dataclass(frozen=True)
+class Start:
+    """What the command asks the run to start from, and whether it discards the directory's."""
+    load_from: str
+    checkpoint_path: str | None
+    load_optimizer_state: bool
+    overwrite: bool
+
+
+def decide_start(trainer, store, new: Record, start: Start) -> tuple:
+    """Rank 0's decision, recorded: (how the run starts, the bias correction it goes on with)."""
+    directory = store.directory
+    previous = discard_if_overwriting(store, start.overwrite)
+    check_same_start(store, previous, new.started_from)
+    how, spec = restore(trainer, store, previous, new.spec, start)
+    new = dataclasses.replace(new, spec=spec)
+    if how != "resumed":
+        # A best evaluation of an attempt that left no checkpoint is not this run's.
+        shutil.rmtree(os.path.join(directory, "best"), ignore_errors=True)
+    RunRecord(directory).save(merged_record(previous, new, how, int(trainer.step)))
+    return how, (new.spec or {}).get("bias_correction")
+
+
+def discard_if_overwriting(store, overwrite: bool) -> Record | None:
+    """The directory's record, None once --overwrite_checkpoint_dir discarded its run (even an
+    unreadable record: it goes with the rest, as asked)."""
+    try:
+        previous = RunRecord(store.directory).load()
+        unreadable = False
+    except CheckpointError:
+        if not overwrite:
+            raise
+        previous, unreadable = None, True
+    if overwrite and (previous is not None or unreadable or store.has_checkpoints()):
+        logger.warning("--overwrite_checkpoint_dir: discarding the run in %s", store.directory)
+        store.discard()
+        return None
+    return previous
+
+
+def check_same_start(store, previous: Record | None, started_from: dict | None) -> None:
+    """Refuse checkpoints of a run started from elsewhere; checkpoints with no record of their
+    start are resumed as this command's run."""
+    if not store.has_checkpoints():
+        return
+    directory = store.directory
+    if previous is None:
+        logger.warning("%s has checkpoints but no run record (%s): resuming them as this "
+                       "command's run, with its flags", directory, RUN_RECORD)
+        return
+    before = previous.start
+    if before is None:
+        logger.warning("%s records no start (%s): resuming its checkpoints as this "
+                       "command's run", directory, RUN_RECORD)
+    elif before != started_from:
+        raise CheckpointError(
+            f"--checkpoint_dir {directory} holds a run started from "
+            f"{describe_start(before)}; this command starts from "
+            f"{describe_start(started_from)}. Use a new --checkpoint_dir, or add "
+            f"--overwrite_checkpoint_dir to discard that run")
+
+
+def restore(trainer, store, previous: Record | None, spec: dict | None, start: Start) -> tuple:
+    """Restore this directory's latest checkpoint (`spec` checked against the record) or
+    --checkpoint_path's: ("resumed", "initialised" or "new"; the spec the run goes on with)."""
+    directory = store.directory
+    resumed = store.restore_latest()
+    if resumed:
+        if spec is not None:
+            spec = check_resume(previous, spec, directory, int(trainer.step))
+        set_aside_unscored_best(directory, previous)
+        logger.info("resuming from %s", resumed)
+        return "resumed", spec
+    if start.load_from != "checkpoint":
+        return "new", spec
+    if not start.checkpoint_path:
+        raise CheckpointError(f"--load_from checkpoint: no checkpoint in --checkpoint_dir "
+                              f"{directory} and no --checkpoint_path given")
+    store.restore(start.checkpoint_path, partial="weights+optimizer"
+                  if start.load_optimizer_state else "weights")
+    logger.info("initialised from %s%s", start.checkpoint_path,
+                " (weights and optimizer moments)" if start.load_optimizer_state else "")
+    return "initialised", spec
+
+
+def merged_record(previous: Record | None, new: Record, how: str, step: int) -> Record:
+    """The record the run goes on with: the previous one's entries under this run's; a best
+    only from the run's own checkpoints, finished only as far as it went, its first XLA plan."""
+    merged = (previous or Record()).merged(new)
+    if how != "resumed":
+        merged.best = None
+    if how == "resumed" and previous is not None and previous.finished \
+            and step >= (new.total_steps or 0):
+        merged.finished = True  # the same command again: still finished
+    if previous is not None and previous.xla is not None:
+        merged.xla = previous.xla  # the plan the run started with stays its plan
+    return merged

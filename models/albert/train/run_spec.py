@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import hashlib
 import importlib.metadata as md
 import logging
 import os
 import re
 import sys
+import types
+import typing
 from dataclasses import dataclass, field
 
 from albert.data.tokenization import load_spm
-from albert.errors import CheckpointError, FlagError
+from albert.errors import AlbertError, CheckpointError, FlagError
+from albert.io.run_record import Record
 from albert.io.weights import check_vocabulary  # noqa: F401 (one check, re-exported)
 from albert.model.config import PRESETS, AlbertConfig, check_field
 from albert.train.batch_plan import PlanError, resolve_batch_plan
@@ -56,6 +60,32 @@ def data_files(paths) -> list[str]:
     """Training data as the record holds it: real paths and sizes (a changed or added file is a
     different run; hashing gigabytes of shards at every start would not pay)."""
     return [f"{os.path.realpath(p)} ({os.path.getsize(p)} bytes)" for p in sorted(paths)]
+
+
+# A spec field made with run_field belongs to the run's identity: run.json's spec records it under
+# `name` (default: the field's) as `record(value, owner)` (default: the value) and a resume
+# compares it. identity() reads these declarations; nothing lists the fields by hand.
+RUN_FIELD = "run_field"
+
+
+def run_field(default=dataclasses.MISSING, *, default_factory=dataclasses.MISSING,
+              name: str | None = None, record=None):
+    """A spec field that belongs to the run's identity (see RUN_FIELD)."""
+    return field(default=default, default_factory=default_factory,
+                 metadata={RUN_FIELD: {"name": name, "record": record}})
+
+
+def recorded_fields(obj) -> dict:
+    """{name in run.json's spec: recorded value} of `obj`'s run fields (not nested)."""
+    out = {}
+    for f in dataclasses.fields(obj):
+        declared = f.metadata.get(RUN_FIELD)
+        if declared is None:
+            continue
+        value = getattr(obj, f.name)
+        out[declared["name"] or f.name] = (declared["record"](value, obj) if declared["record"]
+                                           else value)
+    return out
 
 
 # -- the typed spec -------------------------------------------------------------------------------
@@ -92,16 +122,19 @@ class ModelSource:
 class Optimization:
     """The optimizer and its learning-rate schedule. warmup_steps None: warmup_proportion of the
     updates."""
-    optimizer: str = "adamw"
-    bias_correction: bool = True
-    learning_rate: float = 2e-5
-    end_learning_rate: float = 0.0
-    lr_decay: str = "from_warmup"
-    decay_power: float = 1.0
-    warmup_steps: int | None = 0
-    warmup_proportion: float | None = None
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
+    optimizer: str = run_field("adamw")
+    bias_correction: bool = run_field(True)
+    learning_rate: float = run_field(2e-5)
+    end_learning_rate: float = run_field(0.0)
+    lr_decay: str = run_field("from_warmup")
+    decay_power: float = run_field(1.0)
+    warmup_steps: int | None = run_field(0)
+    # Recorded as given: a proportion of --total_steps only when no --warmup_steps, so raising
+    # --total_steps does not read as another warmup.
+    warmup_proportion: float | None = run_field(
+        None, record=lambda value, o: value if o.warmup_steps is None else None)
+    weight_decay: float = run_field(0.01)
+    max_grad_norm: float = run_field(1.0)
 
     def warmup(self, total_steps: int) -> int:
         if self.warmup_steps is not None:
@@ -156,11 +189,11 @@ class Batching:
 
 @dataclass(frozen=True)
 class Execution:
-    precision: str = "fp32"
-    fp16_allreduce: bool = False
+    precision: str = run_field("fp32")
+    fp16_allreduce: bool = run_field(False)
     xla: str = "auto"  # auto | on | off (--skip_xla is off)
     eager: bool = False
-    seed: int = 42
+    seed: int = run_field(42)
 
 
 @dataclass(frozen=True)
@@ -187,6 +220,7 @@ class Outputs:
 # classifier's labels beside them) and a resume compares it; every other field may change.
 
 IDENTITY = "identity"  # the field metadata key: where the identity records the field
+_OPTIONS: dict[str, type] = {}  # TaskOptions subclasses by name
 
 
 def identity_field(default=dataclasses.MISSING, *, under: str = "features", record=None):
@@ -199,6 +233,10 @@ def identity_field(default=dataclasses.MISSING, *, under: str = "features", reco
 class TaskOptions:
     """What every task has: the sequence length it trains and predicts at."""
     max_seq_length: int = identity_field()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _OPTIONS[cls.__name__] = cls  # RunSpec.from_dict finds a task's options by class name
 
     def identity(self) -> dict:
         """The identity fields as run.json's spec holds them: {"features": {...}, "labels": ...}
@@ -238,10 +276,12 @@ class RunSpec:
     """One run, whole: the task and its options (a TaskOptions: windows, labels in id order,
     columns, how it evaluates), data, vocabulary, model, optimizer and schedule, batching,
     execution and outputs."""
-    task: str
+    task: str = run_field()
     options: TaskOptions
-    model: ModelSource = field(default_factory=ModelSource)
-    vocabulary: str | None = None
+    model: ModelSource = run_field(default_factory=ModelSource, name="started_from",
+                                   record=lambda model, _: model.started_from())
+    vocabulary: str | None = run_field(None, name="vocabulary_sha256",
+                                       record=lambda path, _: file_sha256(path) if path else None)
     data: Data = field(default_factory=Data)
     total_steps: int | None = None
     num_train_epochs: float | None = None
@@ -258,6 +298,118 @@ class RunSpec:
 
     def replace(self, **changes) -> RunSpec:
         return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The spec as JSON-ready data (nested dicts, lists, strings, numbers, None); the task
+        options as {"class": their class's name, "values": their fields}."""
+        return _to_data(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunSpec:
+        """The spec to_dict gave (SpecError, one line naming the entry, for an unknown or a
+        missing one, a value of another type, or options of a class not imported)."""
+        return _from_data(cls, data, "spec")
+
+
+class SpecError(AlbertError, ValueError):
+    """A serialised run spec (RunSpec.from_dict) that does not describe a RunSpec."""
+
+
+def _to_data(value):
+    if isinstance(value, TaskOptions):
+        return {"class": type(value).__name__,
+                "values": {f.name: _to_data(getattr(value, f.name))
+                           for f in dataclasses.fields(value)}}
+    if dataclasses.is_dataclass(value):
+        return {f.name: _to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return _to_data(value.value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, list | tuple):
+        return [_to_data(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _to_data(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise SpecError(f"a run spec holds {value!r} ({type(value).__name__}), which has no JSON "
+                    "form")
+
+
+def _dataclass_from(cls, data, at: str):
+    if not isinstance(data, dict):
+        raise SpecError(f"{at}: expected an object for {cls.__name__}, got {data!r:.80}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    missing = sorted(set(fields) - set(data))
+    if unknown or missing:
+        raise SpecError(f"{at} ({cls.__name__}): "
+                        + "; ".join(([f"unknown {', '.join(unknown)}"] if unknown else [])
+                                    + ([f"missing {', '.join(missing)}"] if missing else [])))
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return cls(**{name: _from_data(hints[name], data[name], f"{at}.{name}") for name in fields})
+
+
+def _from_data(tp, data, at: str):
+    """`data` (from _to_data) as the type `tp` declares."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _from_data(option, data, at)
+            except SpecError as e:
+                errors.append(str(e))
+        raise errors[0] if len(errors) == 1 else SpecError(
+            f"{at}: {data!r:.80} is none of {' | '.join(map(_type_name, args))}")
+    if tp is TaskOptions or (isinstance(tp, type) and issubclass(tp, TaskOptions)):
+        if not isinstance(data, dict) or set(data) != {"class", "values"}:
+            raise SpecError(f"{at}: expected {{\"class\": ..., \"values\": ...}} task options, "
+                            f"got {data!r:.80}")
+        if data["class"] not in _OPTIONS:
+            raise SpecError(f"{at}: task options {data['class']!r} unknown here (known: "
+                            f"{', '.join(sorted(_OPTIONS)) or 'none imported'})")
+        return _dataclass_from(_OPTIONS[data["class"]], data["values"], at)
+    if dataclasses.is_dataclass(tp):
+        return _dataclass_from(tp, data, at)
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise SpecError(f"{at}: expected a list, got {data!r:.80}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data))
+        if len(args) != len(data):
+            raise SpecError(f"{at}: expected {len(args)} items, got {len(data)}")
+        return tuple(_from_data(a, v, f"{at}[{i}]")
+                     for i, (a, v) in enumerate(zip(args, data, strict=True)))
+    if origin in (list, dict):
+        if not isinstance(data, origin):
+            raise SpecError(f"{at}: expected {_type_name(origin)}, got {data!r:.80}")
+        if origin is list:
+            return [_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data)] \
+                if args else list(data)
+        return {k: _from_data(args[1], v, f"{at}.{k}") for k, v in data.items()} \
+            if args else dict(data)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        try:
+            return tp(data)
+        except ValueError:
+            raise SpecError(f"{at}: {data!r:.80} is no {tp.__name__}") from None
+    if isinstance(tp, type) and issubclass(tp, os.PathLike):
+        if not isinstance(data, str):
+            raise SpecError(f"{at}: expected a path string, got {data!r:.80}")
+        return tp(data)
+    if tp is float and isinstance(data, int) and not isinstance(data, bool):
+        return float(data)  # JSON writes 1.0 as 1.0, but a hand-written 1 is the same rate
+    if tp in (bool, int, float, str) and type(data) is tp:
+        return data
+    raise SpecError(f"{at}: expected {_type_name(tp)}, got {data!r:.80}")
+
+
+def _type_name(tp) -> str:
+    return {type(None): "null", dict: "an object", list: "a list"}.get(
+        tp, getattr(tp, "__name__", str(tp)))
 
 
 def parse_override(item: str):
@@ -317,36 +469,26 @@ def check_fits(config, max_seq_length: int) -> None:
                         f"max_position_embeddings ({config.max_position_embeddings})")
 
 
+# The identity entries no spec field holds: what the run computed from its spec and data.
+DERIVED = ("model_config", "data", "global_batch", "total_steps")
+
+
 def identity(spec: RunSpec, *, config, global_batch: int, total_steps: int,
              data: list[str]) -> dict:
     """The run's identity as a flat, JSON-ready dict (see the module docstring): what run.json
-    records and a resume compares. Warmup is recorded as given (--warmup_steps, or
-    --warmup_proportion of the total), so raising --total_steps does not read as another
-    warmup."""
-    o, m = spec.optimization, spec.model
+    records and a resume compares. Its entries are the spec's run fields (run_field, declared on
+    RunSpec, Optimization and Execution; the task options' identity fields under "features" and
+    "labels") and the DERIVED ones given here."""
     recorded = spec.options.identity()
     return {
-        "task": spec.task,
-        "started_from": m.started_from(),
+        **recorded_fields(spec),
         "model_config": config.to_dict(),
         "data": data,
-        "vocabulary_sha256": file_sha256(spec.vocabulary) if spec.vocabulary else None,
         "features": recorded["features"],
         "labels": recorded["labels"],
-        "seed": spec.execution.seed,
-        "optimizer": o.optimizer,
-        "bias_correction": o.bias_correction,
-        "learning_rate": o.learning_rate,
-        "end_learning_rate": o.end_learning_rate,
-        "lr_decay": o.lr_decay,
-        "decay_power": o.decay_power,
-        "warmup_steps": o.warmup_steps,
-        "warmup_proportion": o.warmup_proportion if o.warmup_steps is None else None,
-        "weight_decay": o.weight_decay,
-        "max_grad_norm": o.max_grad_norm,
+        **recorded_fields(spec.execution),
+        **recorded_fields(spec.optimization),
         "global_batch": global_batch,
-        "precision": spec.execution.precision,
-        "fp16_allreduce": spec.execution.fp16_allreduce,
         "total_steps": total_steps,
     }
 
@@ -416,64 +558,86 @@ def unknown(before: dict, now: dict, _at: str = "") -> list[str]:
     return out
 
 
-def check_resume(previous: dict | None, spec: dict, directory: str, step: int) -> dict:
+def check_resume(previous: Record | dict | None, spec: dict, directory: str, step: int) -> dict:
     """Refuse to resume the run recorded in `directory` under another spec; log a changed
     --total_steps. `previous` is the recorded run record (None: none, and the flags decide).
     Returns the spec the resumed run goes on with (a run recorded before specs keeps its
     optimizer's form)."""
     if previous is None:
         return spec
-    recorded = previous.get("spec")
-    if recorded is None:
-        logger.warning("%s holds a run recorded before run specs: its settings cannot be "
-                       "compared with this command's", directory)
-        if "bias_correction" in previous:
-            # Recorded by the version before specs, which refused the other form on resume.
-            before = "on" if previous["bias_correction"] else "off"
-            if previous["bias_correction"] != spec.get("bias_correction"):
-                raise CheckpointError(
-                    f"--checkpoint_dir {directory} holds a run trained with --bias_correction "
-                    f"{before} (step {step}); this command says "
-                    f"{'on' if spec.get('bias_correction') else 'off'}. Resume it with "
-                    f"--bias_correction {before}, use a new --output_dir / --checkpoint_dir, "
-                    "or add --overwrite_checkpoint_dir (--overwrite_output_dir) to discard it")
-            return spec
-        if spec.get("bias_correction"):
-            # No entry at all: recorded before --bias_correction existed, when every run trained
-            # with Google's uncorrected moments; switching mid-run would make every later update
-            # another size. A new run directory starts corrected.
-            logger.warning("it began with uncorrected Adam moments (before --bias_correction "
-                           "existed) and continues so; use a new --checkpoint_dir for a "
-                           "bias-corrected run")
-            return {**spec, "bias_correction": False}
+    if not isinstance(previous, Record):
+        previous = Record.from_json(previous)
+    if previous.spec is None:
+        return resume_before_specs(previous, spec, directory, step)
+    version = (previous.versions or {}).get(TOOLKIT)
+    refuse_unknown_settings(previous.spec, spec, directory, step, version)
+    refuse_differences(previous.spec, spec, directory, step)
+    ours = toolkit_version()
+    if version and ours and _version_key(str(version)) > _version_key(ours):
+        logger.warning("%s was recorded by %s %s, newer than this %s: resuming, as every "
+                       "setting it records is this command's", directory, TOOLKIT, version, ours)
+    old, new = previous.spec.get("total_steps"), spec.get("total_steps")
+    if old != new:
+        logger.warning("--total_steps %s -> %s: the learning rate now decays to "
+                       "--end_learning_rate over %s updates instead of %s (the run is at "
+                       "update %d)", old, new, new, old, step)
+    return spec
+
+
+def resume_before_specs(previous: Record, spec: dict, directory: str, step: int) -> dict:
+    """A run recorded before run specs: nothing to compare but the optimizer's form, which it
+    keeps (the spec it goes on with)."""
+    logger.warning("%s holds a run recorded before run specs: its settings cannot be "
+                   "compared with this command's", directory)
+    if previous.bias_correction is not None:
+        # Recorded by the version before specs, which refused the other form on resume.
+        before = "on" if previous.bias_correction else "off"
+        if previous.bias_correction != spec.get("bias_correction"):
+            raise CheckpointError(
+                f"--checkpoint_dir {directory} holds a run trained with --bias_correction "
+                f"{before} (step {step}); this command says "
+                f"{'on' if spec.get('bias_correction') else 'off'}. Resume it with "
+                f"--bias_correction {before}, use a new --output_dir / --checkpoint_dir, "
+                "or add --overwrite_checkpoint_dir (--overwrite_output_dir) to discard it")
         return spec
-    version, ours = (previous.get("versions") or {}).get(TOOLKIT), toolkit_version()
-    newer = bool(version and ours and _version_key(str(version)) > _version_key(ours))
-    diffs = differences(recorded, spec)
+    if spec.get("bias_correction"):
+        # No entry at all: recorded before --bias_correction existed, when every run trained
+        # with Google's uncorrected moments; switching mid-run would make every later update
+        # another size. A new run directory starts corrected.
+        logger.warning("it began with uncorrected Adam moments (before --bias_correction "
+                       "existed) and continues so; use a new --checkpoint_dir for a "
+                       "bias-corrected run")
+        return {**spec, "bias_correction": False}
+    return spec
+
+
+def refuse_unknown_settings(recorded: dict, spec: dict, directory: str, step: int,
+                            version: str | None) -> None:
+    """Refuse a run of the same task recorded with settings this version has no flag for (a
+    newer version's), naming the version that can resume it."""
     strange = unknown(recorded, spec) if recorded.get("task") == spec.get("task") else []
-    if strange:
-        by = f"{TOOLKIT} {version}" if version else f"a version of {TOOLKIT} that recorded none"
-        raise CheckpointError(
-            f"--checkpoint_dir {directory} holds a run (step {step}) recorded by {by}, with "
-            f"settings this version ({ours or 'uninstalled'}) does not know: "
-            f"{', '.join(strange)}. Resume it with "
-            f"{f'{TOOLKIT} {version} or later' if version else 'the version that began it'}, "
-            "or use a new --output_dir / --checkpoint_dir")
+    if not strange:
+        return
+    ours = toolkit_version()
+    by = f"{TOOLKIT} {version}" if version else f"a version of {TOOLKIT} that recorded none"
+    raise CheckpointError(
+        f"--checkpoint_dir {directory} holds a run (step {step}) recorded by {by}, with "
+        f"settings this version ({ours or 'uninstalled'}) does not know: "
+        f"{', '.join(strange)}. Resume it with "
+        f"{f'{TOOLKIT} {version} or later' if version else 'the version that began it'}, "
+        "or use a new --output_dir / --checkpoint_dir")
+
+
+def refuse_differences(recorded: dict, spec: dict, directory: str, step: int) -> None:
+    """Refuse a command that describes another run than the recorded one, naming each
+    difference."""
+    diffs = differences(recorded, spec)
     if diffs:
         raise CheckpointError(
             f"--checkpoint_dir {directory} holds another run (step {step}); this command "
             f"differs in {'; '.join(diffs)}. Resume it with the recorded settings, use a new "
             "--output_dir / --checkpoint_dir, or add --overwrite_checkpoint_dir "
             "(--overwrite_output_dir) to discard it")
-    if newer:
-        logger.warning("%s was recorded by %s %s, newer than this %s: resuming, as every "
-                       "setting it records is this command's", directory, TOOLKIT, version, ours)
-    old, new = recorded.get("total_steps"), spec.get("total_steps")
-    if old != new:
-        logger.warning("--total_steps %s -> %s: the learning rate now decays to "
-                       "--end_learning_rate over %s updates instead of %s (the run is at "
-                       "update %d)", old, new, new, old, step)
-    return spec
 
 
 def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
