@@ -365,32 +365,13 @@ def _from_data(tp, data, at: str):
         raise errors[0] if len(errors) == 1 else SpecError(
             f"{at}: {data!r:.80} is none of {' | '.join(map(_type_name, args))}")
     if tp is TaskOptions or (isinstance(tp, type) and issubclass(tp, TaskOptions)):
-        if not isinstance(data, dict) or set(data) != {"class", "values"}:
-            raise SpecError(f"{at}: expected {{\"class\": ..., \"values\": ...}} task options, "
-                            f"got {data!r:.80}")
-        if data["class"] not in _OPTIONS:
-            raise SpecError(f"{at}: task options {data['class']!r} unknown here (known: "
-                            f"{', '.join(sorted(_OPTIONS)) or 'none imported'})")
-        return _dataclass_from(_OPTIONS[data["class"]], data["values"], at)
+        return _options_from(data, at)
     if dataclasses.is_dataclass(tp):
         return _dataclass_from(tp, data, at)
     if origin is tuple:
-        if not isinstance(data, list):
-            raise SpecError(f"{at}: expected a list, got {data!r:.80}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data))
-        if len(args) != len(data):
-            raise SpecError(f"{at}: expected {len(args)} items, got {len(data)}")
-        return tuple(_from_data(a, v, f"{at}[{i}]")
-                     for i, (a, v) in enumerate(zip(args, data, strict=True)))
+        return _tuple_from(args, data, at)
     if origin in (list, dict):
-        if not isinstance(data, origin):
-            raise SpecError(f"{at}: expected {_type_name(origin)}, got {data!r:.80}")
-        if origin is list:
-            return [_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data)] \
-                if args else list(data)
-        return {k: _from_data(args[1], v, f"{at}.{k}") for k, v in data.items()} \
-            if args else dict(data)
+        return _container_from(origin, args, data, at)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(data)
@@ -405,6 +386,38 @@ def _from_data(tp, data, at: str):
     if tp in (bool, int, float, str) and type(data) is tp:
         return data
     raise SpecError(f"{at}: expected {_type_name(tp)}, got {data!r:.80}")
+
+
+def _options_from(data, at: str):
+    """Task options as _to_data wrote them: their class's name and their fields."""
+    if not isinstance(data, dict) or set(data) != {"class", "values"}:
+        raise SpecError(f"{at}: expected {{\"class\": ..., \"values\": ...}} task options, "
+                        f"got {data!r:.80}")
+    if data["class"] not in _OPTIONS:
+        raise SpecError(f"{at}: task options {data['class']!r} unknown here (known: "
+                        f"{', '.join(sorted(_OPTIONS)) or 'none imported'})")
+    return _dataclass_from(_OPTIONS[data["class"]], data["values"], at)
+
+
+def _container_from(origin, args: tuple, data, at: str):
+    if not isinstance(data, origin):
+        raise SpecError(f"{at}: expected {_type_name(origin)}, got {data!r:.80}")
+    if origin is list:
+        return [_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data)] \
+            if args else list(data)
+    return {k: _from_data(args[1], v, f"{at}.{k}") for k, v in data.items()} \
+        if args else dict(data)
+
+
+def _tuple_from(args: tuple, data, at: str) -> tuple:
+    if not isinstance(data, list):
+        raise SpecError(f"{at}: expected a list, got {data!r:.80}")
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data))
+    if len(args) != len(data):
+        raise SpecError(f"{at}: expected {len(args)} items, got {len(data)}")
+    return tuple(_from_data(a, v, f"{at}[{i}]")
+                 for i, (a, v) in enumerate(zip(args, data, strict=True)))
 
 
 def _type_name(tp) -> str:
