@@ -58,9 +58,17 @@ class Task:
     # not given (default_learning_rate); None: the task's flag always has a value.
     learning_rate: float | None = None
 
+    # The training loss and its metrics (losses.*): set once, when the task is made.
+    loss_fn = metric_names = metrics_fn = None
+
     def __init__(self, spec):
         self.spec = spec
-        self.loss_fn = self.metric_names = self.metrics_fn = None
+
+    @classmethod
+    def spec_task(cls, options) -> str:
+        """The run spec's task (RunSpec.task: run.json's and the task card's "task") of a run of
+        this task with `options`: its name."""
+        return cls.name
 
     def default_learning_rate(self, config) -> tuple[float, str]:
         """The peak learning rate of a run not given --learning_rate, by the model's size, and
@@ -97,7 +105,8 @@ class Task:
         return {}
 
     def fine_tuned_model(self, dist):
-        """The model an evaluation-only run scores (every weight from --checkpoint_path)."""
+        """The model an evaluation-only run scores (every weight from --checkpoint_path) and what
+        it settled that the flags left open (as setup's: RunSpec fields to replace)."""
         raise NotImplementedError
 
     def check_model(self, model, dist) -> None:

@@ -81,6 +81,10 @@ class SquadOptions(TaskOptions):
     # padded to max_seq_length. (A classifier's padding changes only the pad width.)
     padding: str = identity_field("batch")
     squad_version: str | None = identity_field(None)
+    # --squad_version as given (None: each file's own), kept when a training run's file settles
+    # squad_version: the file a run predicts is read and scored by its own version's rules
+    # unless the flag said which.
+    version_flag: str | None = None
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
@@ -104,8 +108,6 @@ class SquadTask(Task):
         self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
             squad_metrics
         self.train_prefix = self.scored = None
-        # As the flags gave it (None: each file's own), before a training run's file settles it.
-        self.given_version = spec.options.squad_version
 
     def settings(self):
         o = self.spec.options
@@ -113,7 +115,7 @@ class SquadTask(Task):
 
     def version_of(self, data) -> str:
         """The rules a file is read and scored by: --squad_version, else its own version."""
-        return self.given_version or detect_version(data)
+        return self.spec.options.version_flag or detect_version(data)
 
     def _features(self, path, tokenizer, training, dist):
         """Cached features for `path`: (examples, parsed json, cache prefix). Training features
@@ -163,7 +165,7 @@ class SquadTask(Task):
         path = self.spec.model.checkpoint_path or self.spec.outputs.checkpoint_dir
         model = load_model(self.model_class(), path)
         logger.info("predicting with the fine-tuned weights of %s", path)
-        return model
+        return model, {}
 
     def training_examples(self) -> int:
         records, _ = squad.feature_dataset(self.train_prefix, self.spec.options.max_seq_length)
