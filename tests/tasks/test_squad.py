@@ -11,14 +11,16 @@ from albert.tasks.squad import (
     against_empty_answers,
     empty_answer_noise,
 )
-from albert.train.run_spec import Data, Outputs, RunSpec
+from albert.train.run_spec import Data, Optimization, Outputs, RunSpec
 
 
 def task_of(tmp_path, vocab, train=None, **options):
     return SquadTask(RunSpec(
         task="squad", options=SquadOptions(doc_stride=64, **options), vocabulary=vocab,
         data=Data(train=train or str(tmp_path / "train.json")),
+        optimization=Optimization(learning_rate=3e-5),  # as build settles it
         outputs=Outputs(output_dir=str(tmp_path / "out"),
+                        checkpoint_dir=str(tmp_path / "out" / "checkpoints"),
                         cache_dir=str(tmp_path / "out" / "cache"))))
 
 

@@ -21,6 +21,7 @@ from albert.eval.classification_scoring import classification_scores, regression
 from albert.io.pretrained import load_model
 from albert.io.run_record import RunRecord
 from albert.model import MODEL_INPUTS
+from albert.model.heads import TASKS
 from albert.tasks import (
     LOOP_LOGGED,
     Evaluation,
@@ -38,9 +39,9 @@ logger = logging.getLogger("albert.classifier")
 # methods that use them.
 
 FEATURES = {"max_seq_length": 128}
-REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
+REPORTED = TASKS["classification"].reported
 # What losses.classification_metrics makes of the training sums (regression_metrics: loss alone).
-TRAINING_METRICS = ("loss", "accuracy")
+TRAINING_METRICS = TASKS["classification"].trained
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -78,7 +79,6 @@ class ClassifierTask(Task):
     """spec.options: ClassifierOptions."""
 
     name = "classification"
-    head = "classifier"
     exports = True
     reported = REPORTED
     logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}

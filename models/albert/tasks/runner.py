@@ -76,7 +76,7 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     `plan_ranks` ranks and the memory plan per GPU; nothing else runs), or the run of
     task_class(spec)."""
     if spec.plan_only:
-        for line in plan_only_lines(spec, plan_ranks, head=task_class.head):
+        for line in plan_only_lines(spec, plan_ranks, head=task_class.name):
             print(line, flush=True)
         return 0
     return run(task_class, spec)
@@ -345,7 +345,7 @@ def auto_batching(task, model, dist, xla, previous: dict | None):
     set_recompute(model, spec.batching.recompute)  # the trial steps run as training will
     return choose_auto_batch(
         spec, model, dist, synthetic_batch=task.synthetic_batch, loss_fn=task.loss_fn,
-        head=task.head, num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
+        head=task.name, num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
         recorded=(previous or {}).get("batch_plan"))
 
 
@@ -453,7 +453,7 @@ def log_start(task, model, run: Training, xla, auto_line: str | None) -> None:
         logger.info("%s: %d %s, %d steps, warmup %d", spec.task, run.examples, task.unit,
                     run.total_steps, spec.optimization.warmup(run.total_steps))
     logger.info("%s", plan.describe(spec.options.max_seq_length, run.total_steps))
-    memory = memory_plan_of(spec, model.config, plan, head=task.head, num_labels=task.num_labels,
+    memory = memory_plan_of(spec, model.config, plan, head=task.name, num_labels=task.num_labels,
                             device="gpu" if on_gpu() else "cpu")
     logger.info("%s", memory.describe())
 

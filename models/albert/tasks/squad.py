@@ -15,6 +15,7 @@ from albert.data import squad
 from albert.eval.squad_scoring import detect_version, evaluate
 from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
+from albert.model.heads import TASKS
 from albert.tasks import (
     LOOP_LOGGED,
     Evaluation,
@@ -33,10 +34,9 @@ logger = logging.getLogger("albert.squad")
 
 VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
 WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
-REPORTED = ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_exact",
-            "NoAns_f1", "best_exact", "best_f1")
+REPORTED = TASKS["squad"].reported
 # What losses.squad_metrics makes of the training sums.
-TRAINING_METRICS = ("loss", "start_acc", "end_acc")
+TRAINING_METRICS = TASKS["squad"].trained
 
 # Where a score stands against answering every question with nothing (against_empty_answers).
 AT_EMPTY = "at the all-empty answers"
@@ -93,7 +93,6 @@ class SquadOptions(TaskOptions):
 
 class SquadTask(Task):
     name = "squad"
-    head = "squad"
     unit = "features"
     exports = True
     reported = REPORTED
