@@ -75,7 +75,7 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
     out = tmp_path / "serving" / "1"
     proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--head", "qa",
                    "--output_dir", str(out), "--spm_model", sample_vocab])
-    assert "exported qa SavedModel" in proc.stdout
+    assert "exported squad SavedModel" in proc.stdout  # qa: the old spelling, read
     assert sorted(os.listdir(out / "assets")) == ["config.json", "spiece.model",
                                                   "tokenizer_config.json"]
     # The vocabulary's text rule travels with it: the export tokenizes as the records were made.
@@ -365,7 +365,7 @@ def test_classification_export_of_a_regression_model_and_of_another_task(sample_
     assert exit_code.value.code == 2
     assert capsys.readouterr().err == (
         f"error: --head classification: {tmp_path / 'hf'} was fine-tuned for squad; export it "
-        "with --head qa\n")
+        "with --head squad\n")
     assert not (tmp_path / "serving" / "2").exists()
 
 

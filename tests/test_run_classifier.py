@@ -548,7 +548,7 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
 
     config = AlbertConfig.from_preset("tiny", num_hidden_layers=1, vocab_size=2000)
     plan = lambda micro: memory_plan(config, 32, micro, accumulation=8 // micro,  # noqa: E731
-                                     head="classifier", device="cpu").total
+                                     head="classification", device="cpu").total
     assert plan(2) < plan(8) < plan(4)
     budget = (plan(2) + plan(8)) / 2 / (1 - SAFETY_MARGIN) / GIB
     second = run_classifier(argv(4, f"{budget:.9f}"))

@@ -5,7 +5,7 @@
     python -m albert.answer --checkpoint_path runs/squad/checkpoints/final \\
         --input questions.jsonl --output answers.jsonl
 
---checkpoint_path is a SavedModel written by `albert.export --head qa` (or run_squad's export), a
+--checkpoint_path is a SavedModel written by `albert.export --head squad` (or run_squad's export), a
 trainer checkpoint (prefix or directory), or a Hugging Face / Google directory holding a QA head.
 Contexts are split into windows and answers chosen exactly as run_squad does (albert.data.squad's
 featurize and postprocess, the same flags and defaults), so on the same questions the answers
@@ -188,7 +188,8 @@ def load_qa_model(path: str):
             raise CheckpointError(
                 f"--checkpoint_path {path} is not a question-answering SavedModel (its "
                 f"serving_default signature returns {', '.join(outputs) or 'nothing'}, not "
-                f"start_logits and end_logits); export one with python -m albert.export --head qa")
+                f"start_logits and end_logits); export one with python -m albert.export --head "
+                "squad")
         config_path = os.path.join(path, "assets", "config.json")
         if not os.path.isfile(config_path):
             raise CheckpointError(f"--checkpoint_path {path} has no assets/config.json: export "

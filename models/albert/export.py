@@ -1,13 +1,13 @@
 """Export an ALBERT model as a TensorFlow SavedModel that a server loads without this package.
 
-    python -m albert.export --checkpoint_path runs/squad/checkpoints --head qa \\
+    python -m albert.export --checkpoint_path runs/squad/checkpoints --head squad \\
         --output_dir serving/1
 
 --checkpoint_path takes a trainer checkpoint (a prefix, or a directory whose latest checkpoint is
 used, with config.json beside it), a Hugging Face directory or a Google ALBERT directory. The
 SavedModel's `serving_default` signature takes int32 `input_ids`, `attention_mask` and
 `token_type_ids` of shape [batch, seq] (both dynamic, seq up to max_position_embeddings) and
-returns float32 `start_logits`, `end_logits` [batch, seq] (--head qa), `logits`
+returns float32 `start_logits`, `end_logits` [batch, seq] (--head squad), `logits`
 [batch, num_labels] (--head classification: a sequence classifier, or a regression model with
 one output) or `mlm_logits` [batch, seq, vocab], `sop_logits` [batch, 2] (--head pretraining).
 The vocabulary and the model config travel with it as assets/spiece.model and
@@ -25,15 +25,10 @@ from albert.cli.flags import Parser, Renamed, run_main
 from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
 from albert.io.pretrained import load_model, vocabulary_file
-from albert.io.savedmodel import (
-    CARD_TASKS,
-    TASKS,
-    check_output_dir,
-    export_saved_model,
-    model_class,
-)
+from albert.io.savedmodel import check_output_dir, export_saved_model, model_class
 from albert.io.task_card import read_task_card
 from albert.io.weights import check_vocabulary
+from albert.model.heads import OLD_NAMES, TASKS, task_name
 from albert.train.run_spec import file_sha256
 
 
@@ -42,8 +37,10 @@ def build_parser() -> Parser:
     p.add_argument("--checkpoint_path", required=True,
                    help="trainer checkpoint (prefix or directory), Hugging Face or Google "
                         "ALBERT directory")
-    # --task: the old spelling (run_classifier's --task is classification or regression).
-    p.add_argument("--head", action=Renamed, old=("--task",), choices=sorted(TASKS),
+    # --task: the old spelling (run_classifier's --task is classification or regression); the
+    # old spellings of the values (qa for squad) are read too.
+    p.add_argument("--head", action=Renamed, old=("--task",), old_values=OLD_NAMES,
+                   choices=sorted(TASKS),
                    required=True, help="the model's head, and the outputs its signature returns")
     p.add_argument("--output_dir", required=True,
                    help="where the SavedModel goes, e.g. serving/1 (TF Serving's version dir)")
@@ -83,9 +80,9 @@ def run(args, source: str | None = None) -> int:
     pieces = load_spm(spm_model).GetPieceSize()
     card = read_task_card(path)
     trained = (card or {}).get("task")
-    if trained in CARD_TASKS and CARD_TASKS[trained] != args.head:
+    if task_name(trained) in TASKS and task_name(trained) != args.head:
         raise FlagError(f"--head {args.head}: {path} was fine-tuned for {trained}; export it "
-                        f"with --head {CARD_TASKS[trained]}")
+                        f"with --head {task_name(trained)}")
     options = {}
     if args.head == "classification" and card:
         # The run's labels in id order name the outputs (a trainer checkpoint holds no
@@ -104,7 +101,7 @@ def run(args, source: str | None = None) -> int:
     out = export_saved_model(model, args.output_dir, args.head, spm_model=spm_model,
                              overwrite=args.overwrite, protect=[source], card=card)
     print(f"exported {args.head} SavedModel to {out} (signature serving_default: "
-          f"{', '.join(TASKS[args.head][2])})", flush=True)
+          f"{', '.join(TASKS[args.head].outputs)})", flush=True)
     return 0
 
 

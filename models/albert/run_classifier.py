@@ -154,7 +154,7 @@ def resolve(args):
         raise FlagError(f"--pad_to_multiple_of must be at least 1, got {args.pad_to_multiple_of}")
     options = task_options(args, features["max_seq_length"])
     spec = resolve_spec(
-        args, options.kind or "classification", options=options,
+        args, ClassifierTask.spec_task(options), options=options,
         data=Data(train=args.train_file, eval=args.eval_file, predict=args.test_file))
     if args.plan_only:
         return spec

@@ -93,11 +93,12 @@ def resolve(args):
     windows = settle_features(args, WINDOWS)
     options = SquadOptions(
         **windows, padding=args.padding,
-        squad_version=VERSIONS.get(args.squad_version), n_best_size=args.n_best_size,
+        squad_version=VERSIONS.get(args.squad_version),
+        version_flag=VERSIONS.get(args.squad_version), n_best_size=args.n_best_size,
         max_answer_length=args.max_answer_length,
         null_score_diff_threshold=args.null_score_diff_threshold,
         eval_batch_size=args.eval_batch_size)
-    spec = resolve_spec(args, "squad", options=options,
+    spec = resolve_spec(args, SquadTask.spec_task(options), options=options,
                         data=Data(train=args.train_file, predict=args.predict_file))
     if args.plan_only:
         return spec

@@ -9,14 +9,16 @@ import tensorflow as tf
 
 from albert.io.savedmodel import model_class as export_class
 from albert.model.config import PRESETS, AlbertConfig
+from albert.model.heads import TASKS, task_name
 from albert.tasks import LOOP_LOGGED
 from albert.tasks.classification import ClassifierOptions, ClassifierTask
+from albert.tasks.pretraining import TRAINING_METRICS as PRETRAINING_TRAINED
 from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
 from albert.tasks.squad import REPORTED as SQUAD_REPORTED
 from albert.tasks.squad import SquadOptions, SquadTask
 from albert.train.distributed import Distributed
 from albert.train.memory import choose_auto_batch
-from albert.train.memory_plan import parameter_count
+from albert.train.memory_plan import HEADS, parameter_count
 from albert.train.run_spec import Batching, RunSpec
 
 SEQ, VOCAB = 16, 100
@@ -29,11 +31,9 @@ def make(kind):
     if kind == "squad":
         return SquadTask(RunSpec(task="squad", options=SquadOptions(max_seq_length=SEQ)))
     labels = ("a", "b", "c") if kind == "classification" else None
-    task = ClassifierTask(RunSpec(task=kind, options=ClassifierOptions(
+    # The task and labels as the runner's fold leaves them in the spec.
+    return ClassifierTask(RunSpec(task=kind, options=ClassifierOptions(
         max_seq_length=SEQ, kind=kind, labels=labels)))
-    task.num_labels = 3 if labels else 1  # as setup() settles them from the data
-    task.loss_fn, task.metric_names, task.metrics_fn = task.loss
-    return task
 
 
 def model_of(task):
@@ -75,7 +75,7 @@ def test_the_memory_plan_head_counts_the_model_the_task_builds(kind):
     task = make(kind)
     model = model_of(task)
     built = sum(int(tf.size(v)) for v in model.trainable_variables)
-    assert parameter_count(model.config, task.head, task.num_labels) == built
+    assert parameter_count(model.config, task.name, task.num_labels) == built
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -85,7 +85,20 @@ def test_the_export_kind_serves_the_model_the_task_trains(kind):
         assert task.export_task is None  # a pretraining run writes no SavedModel
         return
     assert export_class(task.export_task) is task.model_class()
-    assert task.export_task == ("qa" if kind == "squad" else "classification")
+    # One spelling: the export kind, the memory plan's head and the spec's task are its name,
+    # whose metrics are the table's (a regression is a classification whose options say so).
+    assert task.export_task == task.name == type(task).name == task_name(kind)
+    assert task.name in HEADS and TASKS[task.name].model == task.model_class().__name__
+    assert TASKS[task.name].reported == task.reported
+    assert TASKS[task.name].trained == tuple(m for m in task.logged["train"]
+                                             if m not in LOOP_LOGGED)
+
+
+def test_every_task_has_one_name_and_the_table_says_what_pretraining_logs():
+    assert sorted(TASKS) == sorted(t.name for t in (PretrainingTask, SquadTask, ClassifierTask))
+    assert not isinstance(vars(ClassifierTask).get("name"), property)
+    assert TASKS["pretraining"].trained == PRETRAINING_TRAINED == PretrainingTask.logged["val"]
+    assert task_name("qa") == "squad" and task_name("regression") == "classification"
 
 
 def test_the_in_run_squad_evaluation_logs_squads_scores():
@@ -108,7 +121,7 @@ def test_auto_batch_trial_steps_run_on_the_tasks_synthetic_batch(kind):
                    batching=Batching(per_gpu_batch_size="auto", global_batch_size=4))
     batching, line = choose_auto_batch(
         spec, model, Distributed(), synthetic_batch=synthetic_batch, loss_fn=task.loss_fn,
-        head=task.head, num_labels=task.num_labels, xla_gradient=False, on_gpu=True)
+        head=task.name, num_labels=task.num_labels, xla_gradient=False, on_gpu=True)
     assert (batching.per_gpu_batch_size, batching.gradient_accumulation_steps) == (4, 1)
     # Full-length batches of the model's vocabulary; the last, 4 sequences and a 10% margin.
     assert {(s, v) for _, s, v in seen} == {(SEQ, VOCAB)} and seen[-1][0] == 5

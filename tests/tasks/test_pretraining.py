@@ -2,6 +2,7 @@
 empty validation set refused, the unigram baseline's MLM accuracy, what its summary shows."""
 
 import collections
+import os
 
 import pytest
 import tensorflow as tf
@@ -10,12 +11,15 @@ from helpers import PREDS, SEQ
 from albert.errors import DataError
 from albert.tasks.pretraining import PretrainingOptions, PretrainingTask, unigram_mlm_accuracy
 from albert.train.distributed import Distributed
-from albert.train.run_spec import Batching, Data, RunSpec
+from albert.train.run_spec import Batching, Data, Optimization, Outputs, RunSpec
 
 
 def task_of(records, val=None):
     return PretrainingTask(RunSpec(
         task="pretraining", total_steps=4, data=Data(train="train", val=val),
+        # The rate and the run directory as the command's flags give them.
+        optimization=Optimization(learning_rate=1e-3),
+        outputs=Outputs(checkpoint_dir=os.path.join(str(records), "checkpoints")),
         options=PretrainingOptions(filesystem_prefix=str(records), max_seq_length=SEQ,
                                    max_predictions_per_seq=PREDS, validation_frequency=2),
         batching=Batching(per_gpu_batch_size=8)))

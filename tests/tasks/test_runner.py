@@ -197,7 +197,8 @@ class _EvaluatedOnly(_Scored):
     needs_tokenizer = False
 
     def fine_tuned_model(self, dist):
-        return types.SimpleNamespace(config=types.SimpleNamespace(max_position_embeddings=512))
+        return types.SimpleNamespace(config=types.SimpleNamespace(
+            max_position_embeddings=512)), {}
 
     def evaluations(self, model, trainer, dist):
         return [Evaluation("eval", 0, lambda xla, step: {"accuracy": 0.5})]

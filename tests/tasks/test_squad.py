@@ -11,14 +11,16 @@ from albert.tasks.squad import (
     against_empty_answers,
     empty_answer_noise,
 )
-from albert.train.run_spec import Data, Outputs, RunSpec
+from albert.train.run_spec import Data, Optimization, Outputs, RunSpec
 
 
 def task_of(tmp_path, vocab, train=None, **options):
     return SquadTask(RunSpec(
         task="squad", options=SquadOptions(doc_stride=64, **options), vocabulary=vocab,
         data=Data(train=train or str(tmp_path / "train.json")),
+        optimization=Optimization(learning_rate=3e-5),  # as build settles it
         outputs=Outputs(output_dir=str(tmp_path / "out"),
+                        checkpoint_dir=str(tmp_path / "out" / "checkpoints"),
                         cache_dir=str(tmp_path / "out" / "cache"))))
 
 
@@ -123,3 +125,15 @@ def test_setup_returns_the_version_of_the_training_file_once(tmp_path, sample_vo
         assert task.spec is before and before.options.squad_version is None
         features = before.replace(**settled).options.identity()["features"]
         assert features["squad_version"] == version and features["padding"] == "batch"
+
+
+def test_the_file_scored_keeps_its_own_version_unless_the_flag_said_one(tmp_path, sample_vocab):
+    """Issue 52 point 2: the version a training file settles (squad_version, the run's identity)
+    does not decide how the predicted file is read and scored; --squad_version, kept in the
+    options as given (version_flag), does. Read from the spec, not from a copy on the task."""
+    v2 = data(True, False)
+    settled = task_of(tmp_path, sample_vocab, squad_version="v1.1")  # a v1.1 training file's
+    assert settled.version_of(v2) == "v2.0"
+    flagged = task_of(tmp_path, sample_vocab, squad_version="v1.1", version_flag="v1.1")
+    assert flagged.version_of(v2) == "v1.1"
+    assert "version_flag" not in vars(flagged) and "given_version" not in vars(flagged)

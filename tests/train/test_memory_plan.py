@@ -18,7 +18,7 @@ def test_parameter_count_is_exact_for_every_head(overrides):
     config = AlbertConfig.from_preset("tiny", vocab_size=500, **overrides)
     for head, model in (("pretraining", AlbertForPreTraining(config)),
                         ("squad", AlbertForQuestionAnswering(config)),
-                        ("classifier", AlbertForSequenceClassification(config, num_labels=3))):
+                        ("classification", AlbertForSequenceClassification(config, num_labels=3))):
         model.build_for_config()
         real = sum(int(v.numpy().size) for v in model.weights)
         assert parameter_count(config, head, num_labels=3) == real, head

@@ -2,7 +2,8 @@
 that write from destroying anything, and a fine-tuner's --export_dir at the end of its run.
 
 The SavedModel's `serving_default` signature takes int32 `input_ids`, `attention_mask` and
-`token_type_ids` [batch, seq] and returns the float32 outputs of TASKS[task]. The config, the
+`token_type_ids` [batch, seq] and returns the float32 outputs of its task (albert.model.heads:
+its kind is the task's one name). The config, the
 vocabulary and a fine-tuned model's task card travel with it as assets/config.json,
 assets/spiece.model and assets/albert_task.json. The command that exports a checkpoint is
 albert.export; this module takes flags only as names in its messages.
@@ -22,20 +23,13 @@ from albert.fs import new_directory, staged_directory
 from albert.io.pretrained import load_model
 from albert.io.task_card import read_task_card, write_task_card
 from albert.model import MODEL_INPUTS
+from albert.model.heads import TASKS, task_name
 
 logger = logging.getLogger(__name__)
 
-# task -> (model class in albert.model.modeling, the head attribute it needs, signature outputs)
-TASKS = {
-    "qa": ("AlbertForQuestionAnswering", "qa_outputs", ("start_logits", "end_logits")),
-    "pretraining": ("AlbertForPreTraining", "predictions", ("mlm_logits", "sop_logits")),
-    "classification": ("AlbertForSequenceClassification", "classifier", ("logits",)),
-}
-# The export task that serves a fine-tuning run's task (its card's "task"): what albert.export
-# checks a card against, and what a task's own --export_dir writes (albert.tasks.Task.export_task
-# reads it here, so the two cannot disagree).
-CARD_TASKS = {"squad": "qa", "classification": "classification",
-              "regression": "classification", "pretraining": "pretraining"}
+# An export's kind is the task's one name (albert.model.heads.TASKS); a card's "task" and
+# albert.export's --head are read through task_name, so their old spellings ("regression",
+# "qa") still name theirs.
 
 
 def model_class(task: str):
@@ -43,9 +37,10 @@ def model_class(task: str):
     # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
     import albert.model.modeling
 
+    task = task_name(task)
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
-    return getattr(albert.model.modeling, TASKS[task][0])
+    return getattr(albert.model.modeling, TASKS[task].model)
 
 
 def float32_copy(model):
@@ -179,18 +174,20 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     is replaced; anything else only as check_output_dir allows (`overwrite`, `protect`).
 
     Signature `serving_default`: int32 input_ids, attention_mask, token_type_ids [batch, seq] ->
-    the TASKS[task] outputs, float32, computed in float32 (see float32_copy). spm_model (a
-    SentencePiece file) becomes assets/spiece.model, the config assets/config.json and the task
-    card (io.task_card: the windows and labels it was fine-tuned with) assets/albert_task.json.
+    the outputs of the task (albert.model.heads.TASKS), float32, computed in float32 (see
+    float32_copy). spm_model (a SentencePiece file) becomes assets/spiece.model, the config
+    assets/config.json and the task card (io.task_card: the windows and labels it was
+    fine-tuned with) assets/albert_task.json.
     Written to a temporary sibling that then replaces `output_dir` (albert.fs), so a model
     server watching the parent never sees a half-written version.
     """
     # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
     import tensorflow as tf
 
+    task = task_name(task)
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
-    _, head, outputs = TASKS[task]
+    head, outputs = TASKS[task].head, TASKS[task].outputs
     if not hasattr(model, head):
         raise FlagError(f"--head {task} needs a model with a {head} head; "
                         f"{type(model).__name__} has none")

@@ -15,16 +15,10 @@ import os
 
 from albert.errors import CheckpointError
 from albert.io.run_record import Record, RunRecord
+from albert.model.heads import TASKS, task_name
 
 TASK_FILE = "albert_task.json"
 
-
-# The model class each fine-tuning task's card describes (by name: this module imports no model).
-# io.savedmodel's CARD_TASKS names the export head of each; a test keeps the two in agreement.
-CARD_MODELS = {"squad": "AlbertForQuestionAnswering",
-               "classification": "AlbertForSequenceClassification",
-               "regression": "AlbertForSequenceClassification",
-               "pretraining": "AlbertForPreTraining"}
 
 # The feature settings a serving tool reads as whole numbers.
 WHOLE_NUMBERS = ("max_seq_length", "doc_stride", "max_query_length")
@@ -123,7 +117,9 @@ def card_misfit(card: dict, model, vocabulary_sha256: str | None = None) -> str 
     labels of another number than the classifier's outputs, or (vocabulary_sha256 given: the
     vocabulary saved with the model) another vocabulary than the card's."""
     task = card.get("task")
-    expected = CARD_MODELS.get(task)
+    # The model class the card's task is served by (albert.model.heads; "regression" is a
+    # classifier's).
+    expected = TASKS[task_name(task)].model if task_name(task) in TASKS else None
     if expected and expected not in {c.__name__ for c in type(model).__mro__}:
         return f"it is the card of a {task} model, not of an {type(model).__name__}"
     outputs = getattr(model, "num_labels", None)

@@ -5,10 +5,10 @@ what to export and what baseline its scores are measured against. albert.tasks.r
 task the same way (build -> start or resume -> train -> evaluate -> export -> summary), so the
 runner modules (run_pretraining, run_squad, run_classifier) are their flags and a Task.
 
-Which task a run is, is said once, by its Task class: `name` (the run spec's and the task card's
-task), `head` (the memory plan's), `export_task` (its SavedModel's kind, the one the task card's
-task maps to: io.savedmodel.CARD_TASKS), `synthetic_batch` (the trial steps of
---per_gpu_batch_size auto) and `logged` (the metrics its log lines carry, from which the
+Which task a run is, is said once, by its Task class: `name`, a class constant, its one name in
+albert.model.heads.TASKS (the run spec's task, the memory plan's head, its SavedModel's kind; a
+classifier's regression is its options' kind, not another name), `synthetic_batch` (the trial
+steps of --per_gpu_batch_size auto) and `logged` (the metrics its log lines carry, from which the
 SageMaker launcher makes its metric definitions). The layers below are handed these, never
 import them.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import os
 
-from albert.io.savedmodel import CARD_TASKS
 from albert.model import MODEL_INPUTS
 from albert.train import run_spec
 from albert.train.evaluation import Evaluation
@@ -42,8 +41,7 @@ class Task:
     (`unit`). Its spec is the one the runner hands it: replaced once, by the runner, with what
     setup() returns folded in (albert.tasks.runner)."""
 
-    name = "task"          # the run spec's task: pretraining | squad | classification | regression
-    head = "pretraining"   # train.memory_plan's head: pretraining | squad | classifier
+    name = "task"          # its one name (model.heads.TASKS): pretraining | squad | classification
     unit = "examples"      # what one training example is called in the log
     exports = False        # --export_dir writes a SavedModel of kind export_task at the end
     card = True            # final/ and exports carry the task card (albert.train.run_spec)
@@ -58,9 +56,17 @@ class Task:
     # not given (default_learning_rate); None: the task's flag always has a value.
     learning_rate: float | None = None
 
+    # The training loss and its metrics (losses.*): set once, when the task is made.
+    loss_fn = metric_names = metrics_fn = None
+
     def __init__(self, spec):
         self.spec = spec
-        self.loss_fn = self.metric_names = self.metrics_fn = None
+
+    @classmethod
+    def spec_task(cls, options) -> str:
+        """The run spec's task (RunSpec.task: run.json's and the task card's "task") of a run of
+        this task with `options`: its name."""
+        return cls.name
 
     def default_learning_rate(self, config) -> tuple[float, str]:
         """The peak learning rate of a run not given --learning_rate, by the model's size, and
@@ -75,9 +81,8 @@ class Task:
     @property
     def export_task(self) -> str | None:
         """albert.export's --head for a SavedModel of this task (None: the run exports none):
-        the kind its task card's task maps to, so a run's --export_dir and a later
-        `albert.export` of its checkpoint agree."""
-        return CARD_TASKS[self.name] if self.exports else None
+        its name, as a later `albert.export` of its checkpoint reads its task card's task."""
+        return self.name if self.exports else None
 
     # -- before the model -----------------------------------------------------------------------
     def setup(self, dist, tokenizer) -> dict:
@@ -97,7 +102,8 @@ class Task:
         return {}
 
     def fine_tuned_model(self, dist):
-        """The model an evaluation-only run scores (every weight from --checkpoint_path)."""
+        """The model an evaluation-only run scores (every weight from --checkpoint_path) and what
+        it settled that the flags left open (as setup's: RunSpec fields to replace)."""
         raise NotImplementedError
 
     def check_model(self, model, dist) -> None:

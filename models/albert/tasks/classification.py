@@ -21,6 +21,7 @@ from albert.io.eval_results import write_eval_results
 from albert.io.pretrained import load_model
 from albert.io.run_record import Record, RunRecord
 from albert.model import MODEL_INPUTS
+from albert.model.heads import TASKS
 from albert.tasks import (
     LOOP_LOGGED,
     Evaluation,
@@ -38,9 +39,9 @@ logger = logging.getLogger("albert.classifier")
 # methods that use them.
 
 FEATURES = {"max_seq_length": 128}
-REPORTED = ("accuracy", "mcc", "f1", "loss", "pearson", "spearman")
+REPORTED = TASKS["classification"].reported
 # What losses.classification_metrics makes of the training sums (regression_metrics: loss alone).
-TRAINING_METRICS = ("loss", "accuracy")
+TRAINING_METRICS = TASKS["classification"].trained
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -63,11 +64,21 @@ class ClassifierOptions(TaskOptions):
     pad_to_multiple_of: int = 8
     eval_batch_size: int = 64
 
+    @property
+    def regression(self) -> bool:
+        return self.kind == "regression"
+
+    @property
+    def num_labels(self) -> int | None:
+        """The classifier's outputs: one for regression, else one per label (None: the labels
+        are not settled yet)."""
+        return 1 if self.regression else (len(self.labels) if self.labels else None)
+
 
 class ClassifierTask(Task):
     """spec.options: ClassifierOptions."""
 
-    head = "classifier"
+    name = "classification"
     exports = True
     reported = REPORTED
     logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
@@ -75,24 +86,66 @@ class ClassifierTask(Task):
 
     def __init__(self, spec):
         super().__init__(spec)
-        o = spec.options
-        self.columns, self.predict_columns = o.columns, o.predict_columns or o.columns
-        self.kind, self.label_names, self.metric = o.kind, o.labels, o.metric
+        # What the files held (read by setup) and where their features are cached: never a
+        # setting. The task, the labels and their number are the spec's options, settled by
+        # setup (a training run's data) or fine_tuned_model (an evaluation-only run's model)
+        # and folded into the spec by the runner.
+        self.tokenizer = None
         self.examples = {}
         self.train_prefix = self.eval_prefix = None
-        self.train_values = None
+
+    @classmethod
+    def spec_task(cls, options) -> str:
+        # run.json's and the task card's "task" has always told regression from
+        # classification, and resumes compare it: it stays the options' kind on disk.
+        return options.kind or cls.name
+
+    # The settled values, read from the spec (its options) and nowhere else.
+    @property
+    def kind(self) -> str | None:
+        return self.spec.options.kind
 
     @property
-    def name(self) -> str:
-        return self.kind or "classification"
+    def label_names(self) -> tuple[str, ...] | None:
+        return self.spec.options.labels
+
+    @property
+    def num_labels(self) -> int | None:
+        return self.spec.options.num_labels
 
     @property
     def regression(self) -> bool:
-        return self.kind == "regression"
+        return self.spec.options.regression
 
-    def _settled(self) -> None:
-        """The loss and metrics of the decided task."""
-        self.loss_fn, self.metric_names, self.metrics_fn = self.loss
+    @property
+    def metric(self) -> str | None:
+        return self.spec.options.metric
+
+    @property
+    def columns(self):
+        return self.spec.options.columns
+
+    @property
+    def predict_columns(self):
+        return self.spec.options.predict_columns or self.spec.options.columns
+
+    # The training loss and its metrics, of the settled task.
+    @property
+    def loss_fn(self):
+        return self.loss[0]
+
+    @property
+    def metric_names(self):
+        return self.loss[1]
+
+    @property
+    def metrics_fn(self):
+        return self.loss[2]
+
+    def _settle(self, options) -> dict:
+        """What the runner folds: the options with the task and labels settled, and the run's
+        task as the record spells it."""
+        return {"task": self.spec_task(options), "options": options}
 
     # -- data -----------------------------------------------------------------------------------
     def setup(self, dist, tokenizer) -> dict:
@@ -109,30 +162,30 @@ class ClassifierTask(Task):
                                                          labelled=labelled)
         if not spec.trains:
             return {}
-        self.kind = self.kind or "classification"
-        if not self.regression and self.label_names is None:
-            self.label_names = data.label_set(self.examples["train"])
-            if len(self.label_names) < 2:
+        o = spec.options
+        kind, labels = o.kind or "classification", o.labels
+        if kind != "regression" and labels is None:
+            labels = tuple(data.label_set(self.examples["train"]))
+            if len(labels) < 2:
                 raise FlagError(f"{spec.data.train} has a single label "
-                                f"({self.label_names[0]!r}): nothing to classify (give --labels, "
+                                f"({labels[0]!r}): nothing to classify (give --labels, "
                                 "or --task regression)")
-        self.train_values = data.label_values(self.examples["train"], spec.data.train,
-                                              self.kind, self.label_names)
-        self._settled()
-        self.num_labels = 1 if self.regression else len(self.label_names)
-        self.train_prefix = self._features("train", self.train_values, self.columns, True, dist)
-        labels = tuple(self.label_names) if self.label_names else None
-        return {"task": self.name,
-                "options": dataclasses.replace(spec.options, kind=self.kind, labels=labels)}
+        settled = dataclasses.replace(o, kind=kind, labels=tuple(labels) if labels else None)
+        values = data.label_values(self.examples["train"], spec.data.train, settled.kind,
+                                   settled.labels)
+        self.train_prefix = self._features("train", values, self.columns, True, dist, settled)
+        return self._settle(settled)
 
-    def _features(self, role, values, columns, training, dist) -> str:
+    def _features(self, role, values, columns, training, dist, options=None) -> str:
         """The cache prefix of a file's features. Training features are shuffled (seeded)
         before they are cached, so the trainer's shuffle buffer does not read them in file order
-        (files are often sorted by label)."""
+        (files are often sorted by label). `options`: the settled options (default: the
+        spec's; setup's, before the runner folds them)."""
         spec = self.spec
+        o = options or spec.options
         path, examples = getattr(spec.data, role), self.examples[role]
-        seq = spec.options.max_seq_length
-        settings = data.FeatureSettings(seq, self.kind, self.label_names, columns,
+        seq = o.max_seq_length
+        settings = data.FeatureSettings(seq, o.kind, o.labels, columns,
                                         labelled=values is not None)
 
         def write(prefix):
@@ -142,7 +195,7 @@ class ClassifierTask(Task):
                         stats["mean_length"], stats["max_length"])
             if training:
                 random.Random(spec.execution.seed).shuffle(features)
-            data.write_feature_cache(features, stats, prefix, self.regression)
+            data.write_feature_cache(features, stats, prefix, o.regression)
 
         key = data.cache_key(path, settings, spec.vocabulary, training)
         return cached_features(path, key, spec, dist, write, training)
@@ -159,58 +212,57 @@ class ClassifierTask(Task):
 
     def fine_tuned_model(self, dist):
         """Every weight, the classifier included, from --checkpoint_path (default: the latest
-        checkpoint in --checkpoint_dir). Takes the task and labels from the model (its run
-        record, else its id2label) when the flags did not say them; flags that say other labels
-        are refused (in another order they would swap its answers)."""
+        checkpoint in --checkpoint_dir), and what it settles: the task and labels from the model
+        (its run record, else its id2label) when the flags did not say them; flags that say
+        other labels are refused (in another order they would swap its answers)."""
         # TensorFlow: see the note at the top.
         from albert.model.modeling import AlbertForSequenceClassification
 
-        spec = self.spec
+        spec, o = self.spec, self.spec.options
         path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir
         record = Record()
         if spec.model.load_from == "checkpoint":
             directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
             record = RunRecord(directory).load() or record
         trained = tuple(record.run_labels) if record.run_labels else None
-        asked = self.label_names
+        asked = o.labels
         names = trained or asked
-        num_labels = 1 if self.regression else (len(names) if names else None)
+        num_labels = 1 if o.regression else (len(names) if names else None)
         model = load_model(AlbertForSequenceClassification, path, num_labels=num_labels,
                            label_names=list(trained) if trained else None)
         trained = trained or (tuple(model.label_names) if model.label_names else None)
         if asked is not None and trained is not None and tuple(asked) != trained:
-            raise FlagError(f"{spec.options.labels_flag}: the model in {path} was trained "
+            raise FlagError(f"{o.labels_flag}: the model in {path} was trained "
                             f"with the labels {','.join(trained)} (in id order); drop --labels "
                             "(the model's are used) or give them in that order")
-        self.label_names = trained or asked
-        if self.label_names and model.label_names is None:
-            model.label_names = tuple(self.label_names)
+        labels = trained or asked
+        if labels and model.label_names is None:
+            model.label_names = tuple(labels)
         logger.info("evaluating with the fine-tuned weights of %s", path)
-        if self.kind is None:
-            self.kind = record.run_task or ("regression" if model.num_labels == 1
-                                            else "classification")
-        if self.regression:
+        # A record's task is the kind (classification | regression: spec_task).
+        kind = o.kind or record.run_task or ("regression" if model.num_labels == 1
+                                             else "classification")
+        if kind == "regression":
             if model.num_labels != 1:
                 raise FlagError(f"--task regression needs a model with one output; {path} has "
                                 f"{model.num_labels}")
+            labels = None
         else:
             if model.num_labels == 1:
                 raise FlagError(f"{path} has one output (a regression model): add --task "
                                 "regression")
-            self.label_names = self.label_names or (tuple(model.label_names)
-                                                    if model.label_names else None)
-            if self.label_names is None:
+            labels = labels or (tuple(model.label_names) if model.label_names else None)
+            if labels is None:
                 raise FlagError(f"{path} does not name its {model.num_labels} labels: give them, "
                                 "in id order, with --labels")
-        self.num_labels = model.num_labels
-        self._settled()
-        return model
+        return model, self._settle(dataclasses.replace(o, kind=kind, labels=tuple(labels)
+                                                       if labels else None))
 
     def check_model(self, model, dist) -> None:
         """The evaluation features, once the labels are known (an evaluation-only run takes
         them from the model)."""
         if dist.is_chief:
-            logger.info("%s: %s", self.name, "one output" if self.regression else
+            logger.info("%s: %s", self.spec.task, "one output" if self.regression else
                         f"{len(self.label_names)} labels ({', '.join(self.label_names[:10])}"
                         f"{', ...' if len(self.label_names) > 10 else ''})")
         if "eval" in self.examples:
@@ -380,7 +432,7 @@ def score(task, index, logits, labels, step) -> dict:
         default = "accuracy"
     headline = task.metric if task.metric in scores else default
     os.makedirs(output_dir, exist_ok=True)
-    result = {"eval_file": eval_file, "examples": len(index), "task": task.name,
+    result = {"eval_file": eval_file, "examples": len(index), "task": task.spec.task,
               "labels": list(task.label_names) if not task.regression else None,
               "metric": headline, "step": step, **{k: _finite(v) for k, v in scores.items()}}
     write_eval_results(output_dir, result)

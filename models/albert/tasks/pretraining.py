@@ -54,7 +54,6 @@ class PretrainingTask(Task):
     """spec.options: PretrainingOptions; spec.data: train and val."""
 
     name = "pretraining"
-    head = "pretraining"
     unit = "sequences"
     card = False  # a pretrained model serves no task
     logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "val": TRAINING_METRICS,

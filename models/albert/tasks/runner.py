@@ -76,7 +76,7 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     `plan_ranks` ranks and the memory plan per GPU; nothing else runs), or the run of
     task_class(spec)."""
     if spec.plan_only:
-        for line in plan_only_lines(spec, plan_ranks, head=task_class.head):
+        for line in plan_only_lines(spec, plan_ranks, head=task_class.name):
             print(line, flush=True)
         return 0
     return run(task_class, spec)
@@ -170,8 +170,9 @@ class Tally:
 def build(task, dist):
     """The run's precision and seed, the task's data (setup), the model, the XLA plan, a
     fine-tune's learning rate by the model's size when not given and, with
-    --per_gpu_batch_size auto, the micro-batch; then the one fold. Returns (the model, the XLA
-    plan, the line that says why auto chose its micro-batch, or None)."""
+    --per_gpu_batch_size auto, the micro-batch; each folded into the spec as it is settled.
+    Returns (the model, the XLA plan, the line that says why auto chose its micro-batch, or
+    None)."""
     # TensorFlow: see the note at the top.
     import keras
 
@@ -183,7 +184,17 @@ def build(task, dist):
     keras.utils.set_random_seed(spec.execution.seed)
     tokenizer = load_tokenizer(spec.vocabulary) if task.needs_tokenizer else None
     settled = task.setup(dist, tokenizer)
-    model = build_model(task) if spec.trains else task.fine_tuned_model(dist)
+    model = None
+    if not spec.trains:
+        model, by_model = task.fine_tuned_model(dist)
+        settled = {**settled, **by_model}
+    # The first fold: what the data settled (setup's; an evaluation-only run's model's: a
+    # classifier's task and labels), before anything reads it: the model is built with those
+    # labels, and the task reads them from its spec alone.
+    spec = task.spec = spec.replace(**settled)
+    settled = {}
+    if model is None:
+        model = build_model(task)
     check_fits(model.config, spec.options.max_seq_length)
     if tokenizer is not None:
         check_vocabulary(model.config, len(tokenizer), spec.vocabulary)
@@ -198,10 +209,10 @@ def build(task, dist):
     auto_line = None
     if spec.trains and spec.batching.auto:
         settled["batching"], auto_line = auto_batching(task, model, dist, xla, previous)
-    # The one fold: what the data settled (setup), the learning rate the model's size chose
-    # (no --learning_rate) and the micro-batch --per_gpu_batch_size auto chose, into a new spec
-    # that every later reader (the record, the evaluations, final/'s task card, the summary)
-    # sees; nothing replaces it after this.
+    # The last fold: the learning rate the model's size chose (no --learning_rate) and the
+    # micro-batch --per_gpu_batch_size auto chose, into the spec that every later reader (the
+    # record, the evaluations, final/'s task card, the summary) sees; nothing replaces it after
+    # this.
     task.spec = spec.replace(**settled)
     return model, xla, auto_line
 
@@ -334,7 +345,7 @@ def auto_batching(task, model, dist, xla, previous: dict | None):
     set_recompute(model, spec.batching.recompute)  # the trial steps run as training will
     return choose_auto_batch(
         spec, model, dist, synthetic_batch=task.synthetic_batch, loss_fn=task.loss_fn,
-        head=task.head, num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
+        head=task.name, num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
         recorded=(previous or {}).get("batch_plan"))
 
 
@@ -438,10 +449,10 @@ def log_start(task, model, run: Training, xla, auto_line: str | None) -> None:
     if auto_line:
         logger.info("%s", auto_line)
     if run.examples is not None:
-        logger.info("%s: %d %s, %d steps, warmup %d", task.name, run.examples, task.unit,
+        logger.info("%s: %d %s, %d steps, warmup %d", spec.task, run.examples, task.unit,
                     run.total_steps, spec.optimization.warmup(run.total_steps))
     logger.info("%s", plan.describe(spec.options.max_seq_length, run.total_steps))
-    memory = memory_plan_of(spec, model.config, plan, head=task.head, num_labels=task.num_labels,
+    memory = memory_plan_of(spec, model.config, plan, head=task.name, num_labels=task.num_labels,
                             device="gpu" if on_gpu() else "cpu")
     logger.info("%s", memory.describe())
 
@@ -603,7 +614,7 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
     spec = task.spec
     what = ("evaluation only" if not spec.trains else
             f"{step} updates (already finished)" if status == "finished" else f"{step} updates")
-    parts = [f"summary: {task.name}, {what}, {_elapsed(seconds)}"]
+    parts = [f"summary: {task.spec.task}, {what}, {_elapsed(seconds)}"]
     for prefix, scores in final.items():
         shown = task.headline(prefix, scores)
         if shown:

@@ -16,6 +16,7 @@ from albert.eval.squad_scoring import detect_version, evaluate
 from albert.io.eval_results import write_eval_results
 from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
+from albert.model.heads import TASKS
 from albert.tasks import (
     LOOP_LOGGED,
     Evaluation,
@@ -34,10 +35,9 @@ logger = logging.getLogger("albert.squad")
 
 VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
 WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
-REPORTED = ("exact", "f1", "exact_match", "HasAns_exact", "HasAns_f1", "NoAns_exact",
-            "NoAns_f1", "best_exact", "best_f1")
+REPORTED = TASKS["squad"].reported
 # What losses.squad_metrics makes of the training sums.
-TRAINING_METRICS = ("loss", "start_acc", "end_acc")
+TRAINING_METRICS = TASKS["squad"].trained
 
 # Where a score stands against answering every question with nothing (against_empty_answers).
 AT_EMPTY = "at the all-empty answers"
@@ -82,6 +82,10 @@ class SquadOptions(TaskOptions):
     # padded to max_seq_length. (A classifier's padding changes only the pad width.)
     padding: str = identity_field("batch")
     squad_version: str | None = identity_field(None)
+    # --squad_version as given (None: each file's own), kept when a training run's file settles
+    # squad_version: the file a run predicts is read and scored by its own version's rules
+    # unless the flag said which.
+    version_flag: str | None = None
     n_best_size: int = 20
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
@@ -90,7 +94,6 @@ class SquadOptions(TaskOptions):
 
 class SquadTask(Task):
     name = "squad"
-    head = "squad"
     unit = "features"
     exports = True
     reported = REPORTED
@@ -105,8 +108,6 @@ class SquadTask(Task):
         self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
             squad_metrics
         self.train_prefix = self.scored = None
-        # As the flags gave it (None: each file's own), before a training run's file settles it.
-        self.given_version = spec.options.squad_version
 
     def settings(self):
         o = self.spec.options
@@ -114,7 +115,7 @@ class SquadTask(Task):
 
     def version_of(self, data) -> str:
         """The rules a file is read and scored by: --squad_version, else its own version."""
-        return self.given_version or detect_version(data)
+        return self.spec.options.version_flag or detect_version(data)
 
     def _features(self, path, tokenizer, training, dist):
         """Cached features for `path`: (examples, parsed json, cache prefix). Training features
@@ -164,7 +165,7 @@ class SquadTask(Task):
         path = self.spec.model.checkpoint_path or self.spec.outputs.checkpoint_dir
         model = load_model(self.model_class(), path)
         logger.info("predicting with the fine-tuned weights of %s", path)
-        return model
+        return model, {}
 
     def training_examples(self) -> int:
         records, _ = squad.feature_dataset(self.train_prefix, self.spec.options.max_seq_length)

@@ -19,9 +19,10 @@ from albert.errors import FlagError
 
 # RECOMPUTE_MODES: --recompute's modes, as the model applies them
 from albert.model.config import RECOMPUTE_MODES, AlbertConfig
+from albert.model.heads import TASKS
 
 GIB = 2 ** 30
-HEADS = ("pretraining", "squad", "classifier")
+HEADS = tuple(TASKS)  # a head is its task's name: pretraining | squad | classification
 COMPUTE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 # What the framework itself holds beside the tensors counted below. GPU: the CUDA context and the
 # cuBLAS/cuDNN/XLA workspaces (the allocator's peak does not see them). CPU, measured as the peak

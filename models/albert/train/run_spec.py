@@ -124,7 +124,9 @@ class Optimization:
     updates."""
     optimizer: str = run_field("adamw")
     bias_correction: bool = run_field(True)
-    learning_rate: float = run_field(2e-5)
+    # None: a training run's build settles it by the model's size, the one rule
+    # (albert.tasks.Task.default_learning_rate), as a fine-tuner without --learning_rate does.
+    learning_rate: float | None = run_field(None)
     end_learning_rate: float = run_field(0.0)
     lr_decay: str = run_field("from_warmup")
     decay_power: float = run_field(1.0)
@@ -199,7 +201,7 @@ class Execution:
 @dataclass(frozen=True)
 class Outputs:
     """Where a run keeps its state and results, and how often."""
-    checkpoint_dir: str = "runs/checkpoints"
+    checkpoint_dir: str | None = None  # the command's --checkpoint_dir default (cli.flags)
     overwrite_checkpoint_dir: bool = False
     keep_checkpoints: int = 5
     checkpoint_frequency: int = 1000
