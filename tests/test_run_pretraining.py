@@ -261,7 +261,7 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     from albert.demo.squad_sample import write_sample
 
     train, dev = write_sample(str(tmp_path / "sq"), train_questions=64, dev_questions=16)
-    run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
         "--total_steps": "2", "--squad_frequency": "2", "--squad_train_file": train,
         "--squad_predict_file": dev, "--squad_steps": "4", "--squad_max_seq_length": "128",
         "--squad_batch_size": "8"}))
@@ -269,6 +269,24 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     assert len(rows) == 1 and rows[0]["step"] == 2  # at step 2, not again at the end
     assert rows[0]["total"] == 16 and 0.0 <= rows[0]["f1"] <= 100.0
     assert {"exact", "HasAns_f1", "NoAns_f1", "best_f1"} <= set(rows[0])
+    # The evaluation was `python -m albert.run_squad` on the weights of step 2, its command line
+    # logged as a user reruns it, its output (with the F1 it logged) kept beside the run.
+    import shlex
+
+    from albert import run_squad
+
+    where = tmp_path / "ckpt" / "squad" / "step_2"
+    [line] = [line for line in proc.stderr.splitlines() if " running " in line]
+    python, m, module, *argv = shlex.split(line.split(" running ", 1)[1].rsplit(" > ", 1)[0])
+    assert (python, m, module) == (sys.executable, "-m", "albert.run_squad")
+    args = run_squad.parse_args(argv)
+    assert (args.checkpoint_path, args.output_dir, args.total_steps) == (
+        str(where / "model"), str(where), 4)
+    log = (where / "run_squad.log").read_text()
+    assert log.startswith(f"$ {sys.executable} -m albert.run_squad ")
+    assert f"F1 {rows[0]['f1']:.2f}; predictions in {where}" in log, log[-3000:]
+    assert json.loads((where / "eval_results.json").read_text())["f1"] == rows[0]["f1"]
+    assert not (where / "model").exists() and not (where / "checkpoints").exists()
 
 
 @pytest.mark.e2e

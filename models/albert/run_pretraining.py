@@ -14,7 +14,6 @@ position); a different start is refused. At the end the model is exported in Hug
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 
@@ -23,7 +22,7 @@ from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_ma
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
 from albert.data.squad import SquadError, read_squad
 from albert.errors import FlagError
-from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
+from albert.tasks.pretraining import SQUAD_FLAGS, PretrainingOptions, PretrainingTask, squad_command
 from albert.tasks.runner import run_or_plan
 from albert.train.run_spec import Data, check_fits, model_config
 
@@ -93,64 +92,47 @@ def parse_args(argv=None, parser=None):
 def resolve(args):
     """The run spec of these flags (albert.train.run_spec.RunSpec)."""
     check_training_flags(args)
-    squad = squad_run(args) if args.squad_frequency and not args.plan_only else None
+    squad = {ours[2:]: getattr(args, ours[2:]) for ours in SQUAD_FLAGS} \
+        if args.squad_frequency else {}
     options = PretrainingOptions(
         **{name: getattr(args, name) for name in (
             "max_seq_length", "max_predictions_per_seq", "shuffle_buffer", "filesystem_prefix",
-            "skip_corrupt_records", "validation_frequency", "squad_frequency")},
-        squad_run=squad)
-    spec = resolve_spec(args, "pretraining", options=options,
+            "skip_corrupt_records", "validation_frequency", "squad_frequency")}, **squad)
+    spec = resolve_spec(args, PretrainingTask.spec_task(options), options=options,
                         data=Data(train=args.train_dir, val=args.val_dir))
-    if squad is not None and not spec.model.pretrained:
-        # The model built from these flags (or its checkpoint, which must match them): every
-        # evaluation would find the SQuAD windows too long for its positions. A released model's
-        # positions are known when the run loads it.
-        config = model_config(spec.model, spec.vocabulary)
-        try:
-            check_fits(config, squad.options.max_seq_length)
-        except FlagError as e:
-            raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(str(e))}") from None
+    if squad and not args.plan_only:
+        check_squad(spec)
     return spec
 
 
-# Where the SQuAD run's model and outputs go: a new temporary directory at each evaluation
-# (albert.tasks.pretraining.squad_during_pretraining), put in place of these.
-LATER = "<each evaluation's own>"
-# run_squad's flag for each --squad_* flag.
-SQUAD_FLAGS = {"--squad_train_file": "--train_file", "--squad_predict_file": "--predict_file",
-               "--squad_steps": "--total_steps", "--squad_batch_size": "--per_gpu_batch_size",
-               "--squad_learning_rate": "--learning_rate",
-               "--squad_max_seq_length": "--max_seq_length"}
 NOT_GIVEN = object()
 
 
-def squad_run(args):
-    """The spec of --squad_frequency's SQuAD fine-tuning run, as run_squad resolves the
-    --squad_* flags (its defaults for the rest), on this run's vocabulary, precision, XLA plan
-    and recompute mode. Everything that would fail each evaluation is refused now, by its
-    --squad_* name, before any pretraining: a value run_squad refuses, windows that leave no
-    room for context, files that are not SQuAD JSON (or hold no questions); resolve checks the
-    sequence length against the model's positions."""
-    flags = [word for ours, theirs in SQUAD_FLAGS.items()
-             for word in (theirs, str(getattr(args, ours[2:])))]
-    flags += [
-        "--load_from", "huggingface", "--checkpoint_path", LATER, "--spm_model", args.spm_model,
-        "--precision", args.precision, "--output_dir", LATER, "--checkpoint_dir", LATER,
-        "--log_dir", LATER, "--cache_dir", os.path.join(args.checkpoint_dir, "squad_cache"),
-        "--no_progress", "--log_frequency", str(max(args.squad_steps, 1)),
-        "--xla", "off" if args.eager or args.skip_xla else args.xla,
-        "--recompute", args.recompute]
+def check_squad(spec) -> None:
+    """--squad_frequency's SQuAD runs, checked before any pretraining: the first one's command
+    line (albert.tasks.pretraining.squad_command) parsed and resolved by run_squad as it would
+    be, and its files read. Everything that would fail each evaluation is refused now, by its
+    --squad_* name: a value run_squad refuses, windows that leave no room for context or that
+    this run's model has no positions for, files that are not SQuAD JSON (or hold no
+    questions)."""
+    o = spec.options
     try:
-        spec = run_squad.resolve(run_squad.parse_args(flags))
+        parser = run_squad.build_parser()
+        parser.exit_on_error = False  # a FlagError, named below as run_pretraining takes it
+        run_squad.resolve(run_squad.parse_args(squad_command(spec, o.squad_frequency), parser))
         for flag in ("--squad_train_file", "--squad_predict_file"):
-            path = getattr(args, flag[2:])
+            path = getattr(o, flag[2:])
             try:
                 questions = len(read_squad(path)[0])
             except SquadError as e:
                 raise FlagError(f"{flag} {e}") from None
             if not questions:
                 raise FlagError(f"{flag} {path} holds no questions")
-        return spec
+        if not spec.model.pretrained:
+            # The model built from these flags (or its checkpoint, which must match them): every
+            # evaluation would find the SQuAD windows too long for its positions. A released
+            # model's positions are known when the run loads it.
+            check_fits(model_config(spec.model, spec.vocabulary), o.squad_max_seq_length)
     except FlagError as e:
         raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(str(e))}") from None
 

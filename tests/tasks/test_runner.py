@@ -6,7 +6,9 @@ import ast
 import dataclasses
 import json
 import math
+import os
 import re
+import sys
 import time
 import types
 
@@ -15,6 +17,7 @@ import pytest
 from albert.errors import FlagError
 from albert.tasks import Evaluation, Task, runner
 from albert.tasks.classification import ClassifierOptions
+from albert.tasks.pretraining import PretrainingTask
 from albert.train.distributed import Distributed
 from albert.train.run_spec import Data, Execution, Optimization, Outputs, RunSpec
 
@@ -278,29 +281,88 @@ def test_the_spec_is_replaced_in_one_place_and_the_flags_are_never_written():
     assert [w for w in flag_writes if w.startswith("cli/resolve.py")] == []
 
 
-@pytest.mark.e2e
-def test_a_run_in_a_child_process_gets_its_spec_runs_alone_and_says_how_it_failed(
-        tmp_path, sample_vocab, monkeypatch):
-    """SQuAD during pretraining (albert.tasks.pretraining): the child run is handed its spec,
-    not flags, and is one process even when a launcher started its parent (Horovod's variables
-    are in its environment: a child that joined the job would wait for a second rank, or fail
-    on Horovod's rendezvous, before it read its data); how it failed comes back in a few
-    words."""
-    from albert.tasks.squad import SquadOptions, SquadTask
-    from albert.train.run_spec import Data, Outputs, RunSpec
+# A stand-in command for run_in_child: it says which launcher variables and flags it was given,
+# then ends with the status its first flag asks for ("sleep": it waits to be stopped).
+STAND_IN = """
+import os, sys, time
+print("launcher:", sorted(k for k in os.environ if k.startswith(("HOROVOD_", "OMPI_", "PMI"))))
+print("argv:", sys.argv[1:], flush=True)
+if sys.argv[1] == "sleep":
+    time.sleep(120)
+print("error: the stand-in's last words", file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+"""
 
-    monkeypatch.setenv("HOROVOD_RANK", "0")
-    monkeypatch.setenv("HOROVOD_SIZE", "2")
-    missing = tmp_path / "no-such-train.json"
-    spec = RunSpec(task="squad", options=SquadOptions(max_seq_length=64), vocabulary=sample_vocab,
-                   data=Data(train=str(missing)), total_steps=1,
-                   outputs=Outputs(output_dir=str(tmp_path / "out"),
-                                   checkpoint_dir=str(tmp_path / "ckpt"),
-                                   log_dir=str(tmp_path / "logs"),
-                                   cache_dir=str(tmp_path / "cache")))
-    failure = runner.run_in_child(SquadTask, spec)
-    assert failure is not None and failure.startswith("exit "), failure
-    assert str(missing) in failure and "horovod" not in failure.lower()
+
+def _stand_in(tmp_path, monkeypatch):
+    (tmp_path / "stand_in.py").write_text(STAND_IN)
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+
+
+def test_a_command_in_a_child_process_runs_alone_logged_with_its_output_in_a_file(
+        tmp_path, monkeypatch, caplog):
+    """SQuAD during pretraining (albert.tasks.pretraining) is `python -m albert.run_squad` in a
+    process of its own: one process even when a launcher started its parent (a child that saw
+    Horovod's variables would join the job and wait for a second rank), its command line
+    logged as a user reruns it, its output kept in a file, a failure one line naming it."""
+    import logging
+    import shlex
+
+    from albert.train.distributed import _LAUNCHER_VARS
+
+    _stand_in(tmp_path, monkeypatch)
+    for name in (*_LAUNCHER_VARS, "HOROVOD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        monkeypatch.setenv(name, "1")
+    log = tmp_path / "step_2" / "run.log"
+    with caplog.at_level(logging.INFO, logger="albert.tasks.runner"):
+        failure = runner.run_in_child("stand_in", ["3", "--a b", "it's"], str(log))
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("running ")]
+    command = line[len("running "):].rsplit(" > ", 1)[0]
+    assert shlex.split(command) == [sys.executable, "-m", "stand_in", "3", "--a b", "it's"]
+    assert line.endswith(f" > {shlex.quote(str(log))} 2>&1")
+    text = log.read_text()
+    assert "launcher: []\n" in text and "argv: ['3', '--a b', \"it's\"]" in text
+    assert failure == (f"exit 3; its output is in {log}, ending: error: the stand-in's last "
+                       "words")
+    assert runner.run_in_child("stand_in", ["0"], str(log)) is None
+    assert "argv: ['0']" in log.read_text() and "argv: ['3'" not in log.read_text()
+
+
+def test_a_sigterm_while_a_child_runs_stops_the_child_and_reaches_this_process_s_handler(
+        tmp_path, monkeypatch):
+    """A spot interruption while SQuAD during pretraining runs: the child stops at once instead
+    of fine-tuning on past the notice, and the training loop's handler still hears of it."""
+    import signal
+    import threading
+
+    _stand_in(tmp_path, monkeypatch)
+    heard = []
+
+    def handler(signum, frame):
+        heard.append(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    log = tmp_path / "run.log"
+
+    def stop_once_started():  # the child's first lines are in its log
+        deadline = time.time() + 30
+        while time.time() < deadline and "argv:" not in (log.read_text() if log.exists()
+                                                         else ""):
+            time.sleep(0.1)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    timer = threading.Thread(target=stop_once_started)
+    try:
+        started = time.time()
+        timer.start()
+        failure = runner.run_in_child("stand_in", ["sleep"], str(log))
+        timer.join()
+        assert signal.getsignal(signal.SIGTERM) is handler  # given back
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert time.time() - started < 60
+    assert failure == f"killed by SIGTERM; its output is in {log}, ending: argv: ['sleep']"
+    assert heard == [signal.SIGTERM]
 
 
 class _Quiet:
@@ -316,10 +378,12 @@ class _Quiet:
         pass
 
 
-def _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, loop_status, scores_by_step):
+def _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, loop_status, scores_by_step,
+                            evaluation=None):
     """runner._run over a 4-update training whose loop (albert.train.loop.fit) is a stand-in
     that evaluates at update 2 as the loop does and ends with `loop_status`; the in-run
-    evaluation "squad" gives scores_by_step[step] ({} : failed). Returns (status, stdout)."""
+    evaluation "squad" gives scores_by_step[step] ({} : failed), or is `evaluation`. Returns
+    (status, stdout)."""
     import contextlib
     import io
 
@@ -344,7 +408,7 @@ def _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, loop_status, sc
 
     class Task(_Scored):
         def evaluations(self, model, trainer, dist):
-            return [Evaluation("squad", 2, lambda xla, step: scores_by_step[step])]
+            return [evaluation or Evaluation("squad", 2, lambda xla, step: scores_by_step[step])]
 
     monkeypatch.setattr(runner, "build", lambda task, dist: (None, types.SimpleNamespace(
         gradient=False), None))
@@ -377,6 +441,57 @@ def test_failed_evaluations_are_counted_in_the_summary_and_the_exit_status(
     status, out = _run_with_fake_training(monkeypatch, tmp_path / "ok", sample_vocab, "done",
                                           {2: {"f1": 30.0}, 4: {"f1": 40.0}})
     assert status == 0 and "evaluations failed" not in out
+
+
+def test_an_in_run_squad_evaluation_is_a_logged_run_squad_command_and_a_failed_one_is_counted(
+        tmp_path, sample_records, sample_vocab, monkeypatch, caplog):
+    """SQuAD during pretraining as run_pretraining resolves it: each evaluation's command line
+    is logged and is run_squad's (its parser takes it: the --squad_* values, this step's model
+    and output directory), its output is in <checkpoint_dir>/squad/step_N/run_squad.log, and a
+    run_squad that fails is one warning naming that log and its exit status, counted in the
+    summary and the exit status (3)."""
+    import logging
+    import shlex
+
+    from helpers import base_args
+
+    import albert.tasks.pretraining as pretraining
+    from albert import run_pretraining, run_squad
+    from albert.demo.squad_sample import write_sample
+
+    train, dev = write_sample(str(tmp_path / "sq"), train_questions=16, dev_questions=8)
+    spec = run_pretraining.resolve(run_pretraining.parse_args(base_args(
+        sample_records, sample_vocab, tmp_path, **{
+            "--squad_frequency": "2", "--squad_train_file": train, "--squad_predict_file": dev,
+            "--squad_max_seq_length": "128", "--squad_learning_rate": "3e-5"})))
+    os.remove(train)  # gone after the start's checks: run_squad refuses it, before TensorFlow
+    # The export of the weights (TensorFlow's) is not what this test is about.
+    monkeypatch.setattr(pretraining, "save_pretrained",
+                        lambda model, path, spm_model: os.makedirs(path))
+    [evaluation] = PretrainingTask(spec).evaluations(None, None, Distributed())
+    with caplog.at_level(logging.INFO):
+        status, out = _run_with_fake_training(monkeypatch, tmp_path / "run", sample_vocab,
+                                              "done", None, evaluation=evaluation)
+    assert status == runner.EVALUATIONS_FAILED == 3
+    assert "2 of 2 squad evaluations failed" in out
+    commands = [r.getMessage() for r in caplog.records if r.getMessage().startswith("running ")]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(commands) == len(warnings) == 2
+    for step, command, warning in zip((2, 4), commands, warnings, strict=True):
+        where = tmp_path / "ckpt" / "squad" / f"step_{step}"
+        python, m, module, *argv = shlex.split(command[len("running "):].rsplit(" > ", 1)[0])
+        assert (python, m, module) == (sys.executable, "-m", "albert.run_squad")
+        args = run_squad.parse_args(argv)
+        assert (args.train_file, args.predict_file, args.max_seq_length, args.learning_rate,
+                args.total_steps, args.per_gpu_batch_size) == (train, dev, 128, 3e-5, 300, 16)
+        assert (args.load_from, args.checkpoint_path, args.output_dir, args.spm_model) == (
+            "huggingface", str(where / "model"), str(where), sample_vocab)
+        log = where / "run_squad.log"
+        assert f"error: --train_file {train} does not exist" in log.read_text()
+        assert warning.startswith(f"SQuAD evaluation at step {step} failed (exit 2; its output "
+                                  f"is in {log}, ending: error: --train_file {train} does not "
+                                  "exist); its model and checkpoints are kept in "), warning
+        assert "\n" not in warning and (where / "model").is_dir()  # the command reruns as is
 
 
 def test_a_run_stopped_by_sigterm_exits_with_the_interrupted_status(tmp_path, sample_vocab,

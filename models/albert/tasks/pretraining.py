@@ -5,22 +5,20 @@ against always guessing the most frequent masked token and a coin for the senten
 from __future__ import annotations
 
 import collections
-import dataclasses
-import json
 import logging
 import math
 import os
-import tempfile
+import shutil
 from dataclasses import dataclass
 
 from albert.errors import DataError
+from albert.io.eval_results import read_eval_results
 from albert.io.pretrained import save_pretrained
 from albert.tasks import LOOP_LOGGED, Evaluation, Task, synthetic_inputs
 from albert.tasks.runner import run_in_child
 from albert.tasks.squad import REPORTED as SQUAD_REPORTED
-from albert.tasks.squad import SquadTask
 from albert.train import run_spec
-from albert.train.run_spec import RunSpec, TaskOptions, identity_field
+from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.pretraining")
 
@@ -43,11 +41,24 @@ class PretrainingOptions(TaskOptions):
     filesystem_prefix: str = "."
     skip_corrupt_records: bool = False
     validation_frequency: int = 0
-    # SQuAD during pretraining: every squad_frequency updates (0: off), the SQuAD fine-tuning
-    # run `squad_run` (run_pretraining builds it from run_squad's own flags and defaults) from
-    # the weights of that moment.
+    # SQuAD during pretraining: every squad_frequency updates (0: off), `python -m
+    # albert.run_squad` fine-tunes the weights of that moment with these values (SQUAD_FLAGS:
+    # run_squad's flag for each; None: run_squad's default) and scores them (squad_command).
     squad_frequency: int = 0
-    squad_run: RunSpec | None = None
+    squad_train_file: str | None = None
+    squad_predict_file: str | None = None
+    squad_steps: int | None = None
+    squad_max_seq_length: int | None = None
+    squad_batch_size: int | None = None
+    squad_learning_rate: float | None = None
+
+
+# run_squad's flag for each --squad_* flag of run_pretraining (PretrainingOptions' field of the
+# same name).
+SQUAD_FLAGS = {"--squad_train_file": "--train_file", "--squad_predict_file": "--predict_file",
+               "--squad_steps": "--total_steps", "--squad_batch_size": "--per_gpu_batch_size",
+               "--squad_learning_rate": "--learning_rate",
+               "--squad_max_seq_length": "--max_seq_length"}
 
 
 class PretrainingTask(Task):
@@ -174,8 +185,8 @@ class PretrainingTask(Task):
                                   lambda xla, step: pretraining_metrics(
                                       trainer.evaluate(val_data))))
         if o.squad_frequency:
-            out.append(Evaluation("squad", o.squad_frequency,
-                                  lambda xla, step: squad_during_pretraining(model, spec, dist)))
+            out.append(Evaluation("squad", o.squad_frequency, lambda xla, step:
+                                  squad_during_pretraining(model, spec, dist, step)))
         return out
 
     def headline(self, prefix, scores) -> str:
@@ -246,24 +257,60 @@ def masked_token_counts(files, max_seq_length: int, max_predictions: int) -> col
     return counts
 
 
-def squad_during_pretraining(model, spec, dist) -> dict:
-    """Rank 0 exports the current weights and runs the options' SQuAD fine-tuning spec from
-    them in a process of its own (one process, the same device), returning its dev scores;
-    other ranks return at once and wait for rank 0 at the next allreduce."""
+def squad_directory(spec, step: int) -> str:
+    """Where the SQuAD evaluation at `step` keeps its log and run_squad's outputs (its
+    eval_results.json, predictions and logs): <checkpoint_dir>/squad/step_<step>."""
+    return os.path.join(spec.outputs.checkpoint_dir, "squad", f"step_{step}")
+
+
+def squad_command(spec, step: int) -> list[str]:
+    """run_squad's flags for the SQuAD evaluation at `step`: the --squad_* values, this run's
+    vocabulary, precision, XLA plan and recompute mode, run_squad's defaults for the rest; it
+    fine-tunes the model exported to <squad_directory>/model (a Hugging Face directory) with its
+    checkpoints in <squad_directory>/checkpoints, and writes its outputs to squad_directory.
+    run_pretraining parses the first evaluation's flags with run_squad's own parser before any
+    pretraining, so a value run_squad refuses stops the run then, under its --squad_* name."""
+    o, where = spec.options, squad_directory(spec, step)
+    argv = [word for ours, theirs in SQUAD_FLAGS.items()
+            if getattr(o, ours[2:]) is not None
+            for word in (theirs, str(getattr(o, ours[2:])))]
+    if o.squad_steps is not None:
+        argv += ["--log_frequency", str(max(o.squad_steps, 1))]
+    return argv + [
+        "--load_from", "huggingface", "--checkpoint_path", os.path.join(where, "model"),
+        "--spm_model", spec.vocabulary, "--precision", spec.execution.precision,
+        "--output_dir", where, "--checkpoint_dir", os.path.join(where, "checkpoints"),
+        "--log_dir", os.path.join(where, "logs"),
+        "--cache_dir", os.path.join(spec.outputs.checkpoint_dir, "squad_cache"),
+        "--no_progress", "--xla", "off" if spec.execution.eager else spec.execution.xla,
+        "--recompute", spec.batching.recompute]
+
+
+def squad_during_pretraining(model, spec, dist, step: int) -> dict:
+    """Rank 0 exports the current weights and runs `python -m albert.run_squad` from them
+    (squad_command) in a process of its own (albert.tasks.runner.run_in_child: one process,
+    the same device), returning its dev scores; other ranks return at once and wait for rank 0
+    at the next allreduce. The model and run_squad's checkpoints are removed after an
+    evaluation that ended well, and kept after one that failed, so the command line logged
+    reruns it as it was."""
     if not dist.is_chief:
         return {}
-    child = spec.options.squad_run
-    with tempfile.TemporaryDirectory(prefix="squad-eval-") as tmp:
-        save_pretrained(model, os.path.join(tmp, "model"), spm_model=spec.vocabulary)
-        child = child.replace(
-            model=dataclasses.replace(child.model, checkpoint_path=os.path.join(tmp, "model")),
-            outputs=dataclasses.replace(child.outputs, output_dir=os.path.join(tmp, "out"),
-                                        checkpoint_dir=os.path.join(tmp, "ckpt"),
-                                        log_dir=os.path.join(tmp, "logs")))
-        failure = run_in_child(SquadTask, child)
-        if failure:
-            logger.warning("SQuAD evaluation failed (%s)", failure)
-            return {}
-        with open(os.path.join(tmp, "out", "eval_results.json")) as f:
-            scores = json.load(f)
+    where = squad_directory(spec, step)
+    shutil.rmtree(where, ignore_errors=True)  # an earlier try at this step (a resumed run)
+    save_pretrained(model, os.path.join(where, "model"), spm_model=spec.vocabulary)
+    log = os.path.join(where, "run_squad.log")
+    failure = run_in_child("albert.run_squad", squad_command(spec, step), log)
+    if failure:
+        logger.warning("SQuAD evaluation at step %d failed (%s); its model and checkpoints are "
+                       "kept in %s for a rerun of the command line logged above", step, failure,
+                       where)
+        return {}
+    for name in ("model", "checkpoints"):
+        shutil.rmtree(os.path.join(where, name), ignore_errors=True)
+    return squad_scores(where)
+
+
+def squad_scores(output_dir: str) -> dict:
+    """The numbers of run_squad's eval_results.json in `output_dir`."""
+    scores = read_eval_results(output_dir) or {}
     return {k: float(v) for k, v in scores.items() if isinstance(v, int | float)}

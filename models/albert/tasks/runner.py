@@ -14,16 +14,16 @@ import dataclasses
 import logging
 import math
 import os
-import pickle
+import shlex
 import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from typing import NamedTuple
 
 from albert.data.tokenization import load_tokenizer
-from albert.errors import AlbertError, FlagError
+from albert.errors import FlagError
 from albert.io.eval_results import add_eval_results
 from albert.io.pretrained import load_pretrained, replace_pretrained
 from albert.io.run_record import Record, RunRecord
@@ -82,14 +82,13 @@ def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
     return run(task_class, spec)
 
 
-def run(task_class, spec: RunSpec, one_process: bool = False) -> int:
+def run(task_class, spec: RunSpec) -> int:
     """Run the task of `spec` to the end; its exit status: 0 when it finished, INTERRUPTED when
     SIGTERM stopped it (a checkpoint holds its progress), EVALUATIONS_FAILED when it finished
     but some of its evaluations gave no scores. The task is
-    built from rank 0's spec, so every rank reads the same files and records the same run.
-    `one_process`: this process alone, whatever launcher started it (run_in_child)."""
+    built from rank 0's spec, so every rank reads the same files and records the same run."""
     started = process_started()
-    dist = distributed.Distributed() if one_process else distributed.init()
+    dist = distributed.init()
     spec = distributed.on_chief(dist, lambda: spec)
     created = claim_run_directory(spec, dist) if spec.trains else []
     try:
@@ -235,35 +234,72 @@ def evaluate(task, outcome: Outcome, xla, metrics, tally: Tally | None = None) -
     return final
 
 
-def run_in_child(task_class, spec: RunSpec) -> str | None:
-    """Run task_class(spec) in a new process, alone (one process on the same device, whatever
-    launcher started this one): a run inside a run (SQuAD during pretraining) gets TensorFlow,
-    the precision policy and the ranks to itself. None when it ended well; else how it failed,
-    in a few words (its exit status and last line)."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".pickle", delete=False) as f:
-        pickle.dump((task_class, spec), f)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "albert.tasks.runner", f.name],
-                              capture_output=True, text=True)
-    finally:
-        os.remove(f.name)
-    if proc.returncode == 0:
+# The variables by which a launcher (horovodrun, mpirun, Slurm's PMI) tells a process that it is
+# one rank of a job (albert.train.distributed.launched_by_horovod reads some of them).
+LAUNCHER_VARIABLES = ("HOROVOD_", "OMPI_", "PMI_", "PMIX_")
+
+
+def run_in_child(module: str, argv: list[str], log_file: str) -> str | None:
+    """`python -m <module> <argv>` in a process of its own, alone (one process, whatever launcher
+    started this one: without the launcher's variables it does not join the job, and
+    albert.train.distributed.init gives it the first visible GPU, rank 0's): a run inside a
+    run (SQuAD during pretraining) gets TensorFlow, the precision policy and the device to
+    itself. Its command line is logged, its output (stdout and stderr) goes to `log_file`, and a
+    SIGTERM this process receives meanwhile is passed on to it. None when it ended well; else
+    one line: how it ended, where its output is, and its last line."""
+    command = [sys.executable, "-m", module, *argv]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCHER_VARIABLES)}
+    os.makedirs(os.path.dirname(log_file) or ".", exist_ok=True)
+    logger.info("running %s > %s 2>&1", shlex.join(command), shlex.quote(log_file))
+    with open(log_file, "w", encoding="utf-8") as log:
+        log.write(f"$ {shlex.join(command)}\n")
+        log.flush()
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, env=env)
+        code = _wait_passing_on_sigterm(child)
+    if code == 0:
         return None
-    last = proc.stderr.strip().splitlines()[-1:] or ["(it printed nothing)"]
-    return f"exit {proc.returncode}: {last[0]}"
+    how = f"exit {code}" if code > 0 else f"killed by {signal.Signals(-code).name}"
+    last = _last_line(log_file)
+    return f"{how}; its output is in {log_file}" + (f", ending: {last}" if last else "")
 
 
-def child_main(argv: list[str]) -> int:
-    """`python -m albert.tasks.runner FILE`: the run run_in_child pickled into FILE, in this one
-    process; an error a user can fix is one line and exit 2, as in every command."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    with open(argv[0], "rb") as f:
-        task_class, spec = pickle.load(f)
+def _wait_passing_on_sigterm(child: subprocess.Popen) -> int:
+    """child's exit status, once it ends. A SIGTERM meanwhile goes to the child too (a spot
+    interruption should not wait for a whole fine-tuning), then to this process's own handler
+    (the training loop's stop, or the default: end); an error here ends the child with it."""
+    previous = signal.getsignal(signal.SIGTERM)
+    # Only the main thread may handle signals; a process that ignores SIGTERM keeps doing so.
+    passing = threading.current_thread() is threading.main_thread() and \
+        previous != signal.SIG_IGN
+
+    def pass_on(signum, frame):
+        child.send_signal(signum)
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    if passing:
+        signal.signal(signal.SIGTERM, pass_on)
     try:
-        return run(task_class, spec, one_process=True)
-    except AlbertError as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
+        return child.wait()
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
+    finally:
+        if passing:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _last_line(path: str) -> str:
+    """The last non-empty line of a file (read from its end), or ""."""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - 4096))
+        lines = f.read().decode("utf-8", "replace").strip().splitlines()
+    return lines[-1].strip() if lines else ""
 
 
 def process_started(_stat: str = "/proc/self/stat") -> float:
@@ -640,6 +676,3 @@ def summary(task, status, step: int, seconds: float, final: dict, exported: str 
         parts.append(f"logs in {spec.outputs.log_dir}")
     return "; ".join(parts)
 
-
-if __name__ == "__main__":
-    sys.exit(child_main(sys.argv[1:]))

@@ -98,7 +98,7 @@ class CheckpointStore:
 
     def discard(self) -> None:
         """--overwrite_checkpoint_dir: remove this directory's run (checkpoints, record, input
-        positions, final and best exports), nothing else."""
+        positions, final and best exports, in-run SQuAD evaluations), nothing else."""
         for path in checkpoint_files(self.directory):
             for f in glob.glob(path + ".*"):
                 os.remove(f)
@@ -107,7 +107,9 @@ class CheckpointStore:
             path = os.path.join(self.directory, name)
             if os.path.exists(path):
                 os.remove(path)
-        for name in (POSITIONS_DIR, "final", "best"):
+        # squad/: the in-run SQuAD evaluations of the run discarded (run_pretraining); its
+        # feature cache (squad_cache/) is the data's, not the run's, and stays.
+        for name in (POSITIONS_DIR, "final", "best", "squad"):
             shutil.rmtree(os.path.join(self.directory, name), ignore_errors=True)
         # A fresh manager: the old one still lists the removed checkpoints.
         self.manager = tf.train.CheckpointManager(self.checkpoint, self.directory,
