@@ -273,7 +273,7 @@ def draw(demo_dir: str, curves: dict[str, dict], path: str) -> None:
     # Only the picture needs matplotlib (the demo extra), and only here: the rest of the report
     # stays light, and runs where it is not installed.
     try:
-        import matplotlib
+        import matplotlib  # the demo extra: see above
     except ImportError:
         raise AlbertError(f"drawing {path} needs matplotlib, which is not installed: "
                           "pip install -e '.[demo]' (scripts/setup.sh installs it), or pass "
