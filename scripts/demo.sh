@@ -290,9 +290,9 @@ echo "$(( $(date +%s) - pretrain_started ))" > "$OUT/pretraining/seconds"
 # (SOP). Written as a run of its own so TensorBoard draws them as flat lines on the same charts.
 $PY - "$OUT" "$PRETRAIN_STEPS" "$SEQ" "$PREDICTIONS" <<'PY'
 import glob, json, sys
-from albert.cli.quiet_start import quiet_start
-quiet_start(False)  # as every command: TensorFlow's start-up lines only if its import fails
-import tensorflow as tf
+from albert.cli.quiet_start import import_tensorflow, start_environment
+start_environment(False)  # as every command: TensorFlow's start-up lines only if its import fails
+tf = import_tensorflow(False)
 from albert.tasks.pretraining import unigram_mlm_accuracy
 out, steps, seq, predictions = sys.argv[1], *map(int, sys.argv[2:])
 with open(f"{out}/pretraining_data/summary.json") as f:

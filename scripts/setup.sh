@@ -62,7 +62,7 @@ PIP=("$PY" -m pip --disable-pip-version-check)
 log "upgrading pip/setuptools/wheel"
 "${PIP[@]}" install --quiet --upgrade "pip>=24" "setuptools>=68" wheel
 
-extras="$ALBERT_DEVICE,test,profile"
+extras="$ALBERT_DEVICE,test,profile,demo"
 log "installing albert (editable) with pinned dependencies [$extras]"
 "${PIP[@]}" install --quiet -e ".[$extras]"
 

@@ -73,11 +73,12 @@ def test_import_albert_loads_nothing_until_a_name_is_asked_for():
 # Which CPU allocator TensorFlow made: the BFC allocator keeps statistics (the default one
 # raises ValueError on most CPUs; on some, e.g. an AMD EPYC with AVX-512 BF16, TensorFlow keeps
 # statistics without it, so only the BFC side is read from them). It also prints the setting
-# TensorFlow started under.
+# TensorFlow started under. The process starts as a command's (albert.cli.quiet_start).
 ALLOCATOR_PROBE = """
 import json, os
-import albert
-import tensorflow as tf
+from albert.cli.quiet_start import import_tensorflow, quiet_argv
+quiet_argv([])
+tf = import_tensorflow(False)
 print(os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"))
 x = tf.random.normal([512, 512])
 y = tf.matmul(x, x)
@@ -92,8 +93,8 @@ print(json.dumps(info))
 @pytest.mark.e2e
 @pytest.mark.parametrize("setting", [None, "false"])
 def test_tensorflow_keeps_its_cpu_buffers_unless_the_user_says_otherwise(setting):
-    """`import albert` makes TensorFlow use its BFC allocator on the CPU (buffers kept and reused,
-    not faulted in again on every step); a value the user set is left alone."""
+    """A command's process makes TensorFlow use its BFC allocator on the CPU (buffers kept and
+    reused, not faulted in again on every step); a value the user set is left alone."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(albert.__file__))
     if setting is not None:
@@ -124,10 +125,30 @@ def _run_init(monkeypatch, **environ):
     return {name: os.environ.get(name) for name in environ}
 
 
-@pytest.mark.parametrize("name, default, users", [("TF_CPU_ALLOCATOR_USE_BFC", "true", "false"),
-                                                  ("KERAS_BACKEND", "tensorflow", "jax")])
-def test_import_sets_a_default_and_a_value_the_user_set_wins(monkeypatch, name, default, users):
-    """Issue 50: `import albert` chooses TensorFlow's BFC CPU allocator (and Keras' backend)
-    only where the user said nothing; TF_CPU_ALLOCATOR_USE_BFC=false stays false."""
-    assert _run_init(monkeypatch, **{name: None}) == {name: default}
-    assert _run_init(monkeypatch, **{name: users}) == {name: users}
+def test_import_sets_keras_backend_only_where_the_user_chose_none(monkeypatch):
+    """Keras must run on TensorFlow: `import albert` says so where the user said nothing."""
+    assert _run_init(monkeypatch, KERAS_BACKEND=None) == {"KERAS_BACKEND": "tensorflow"}
+    assert _run_init(monkeypatch, KERAS_BACKEND="jax") == {"KERAS_BACKEND": "jax"}
+
+
+def test_import_leaves_the_allocator_alone(monkeypatch):
+    """Issue 52: a library user's process is theirs; the allocator default is a command's
+    (test_tensorflow_keeps_its_cpu_buffers_unless_the_user_says_otherwise)."""
+    assert _run_init(monkeypatch, TF_CPU_ALLOCATOR_USE_BFC=None) == {
+        "TF_CPU_ALLOCATOR_USE_BFC": None}
+    assert _run_init(monkeypatch, TF_CPU_ALLOCATOR_USE_BFC="false") == {
+        "TF_CPU_ALLOCATOR_USE_BFC": "false"}
+
+
+@pytest.mark.e2e
+def test_import_albert_changes_no_variable_but_the_backend():
+    """`import albert` in a fresh interpreter: the environment as it was, KERAS_BACKEND aside."""
+    code = ("import os\nbefore = dict(os.environ)\nimport albert\n"
+            "print(sorted(set(os.environ.items()) ^ set(before.items())))\n"
+            "print(os.environ.get('TF_CPU_ALLOCATOR_USE_BFC'))\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KERAS_BACKEND", "TF_CPU_ALLOCATOR_USE_BFC")}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(albert.__file__))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.splitlines() == ["[('KERAS_BACKEND', 'tensorflow')]", "None"]

@@ -8,17 +8,13 @@ Names are imported lazily: the data tools (and their worker processes) import `a
 without paying for TensorFlow.
 """
 
-import importlib
 import os as _os
 
-# Keras 3 must run on TensorFlow here (Horovod, tf.data, XLA); set before keras is imported.
+# Keras 3 must run on TensorFlow here (the model, Horovod, tf.data and XLA are TensorFlow's): set
+# before keras is imported, where the user chose no backend, or a ~/.keras/keras.json naming
+# another would make every model fail on its first TensorFlow op. Speed settings (the CPU
+# allocator) are the commands' (albert.cli.quiet_start), not a library import's.
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-# TensorFlow's default CPU allocator hands large buffers back to the system, so every step faults
-# them in again: on a 2-core AMD EPYC the demo's pretraining spent a quarter of its CPU time in the
-# kernel (16.5M page faults in 500 updates). The BFC allocator keeps and reuses them: 1.5x the
-# updates per second, the same losses to the digit. Set before TensorFlow makes its first tensor;
-# a value the user set wins.
-_os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 _EXPORTS = {
     "PRESETS": "albert.model.config",
@@ -37,9 +33,19 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'albert' has no attribute {name!r}")
+    # Each module only when one of its names is first asked for (lazily: see the docstring).
+    module = _EXPORTS.get(name)
+    if module == "albert.model.config":
+        from albert.model import config as found  # lazily
+    elif module == "albert.errors":
+        from albert import errors as found  # lazily
+    elif module == "albert.model.modeling":
+        from albert.model import modeling as found  # lazily
+    elif module == "albert.io.pretrained":
+        from albert.io import pretrained as found  # lazily
+    else:
+        raise AttributeError(f"module 'albert' has no attribute {name!r}")
+    return getattr(found, name)
 
 
 def __dir__():

@@ -29,7 +29,7 @@ import sys
 from tqdm import tqdm
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
+from albert.cli.quiet_start import import_tensorflow, quiet_argv
 from albert.data.record_stats import (
     REPEATS,
     Comparison,
@@ -100,12 +100,13 @@ def _shapes_fromfirst_record(files):
     return None
 
 
-def check(args) -> int:
+def check(args, verbose: bool = False) -> int:
     vocab_size, vocabulary = args.vocab_size, f"--vocab_size {args.vocab_size}"
     if args.spm_model:  # before TensorFlow loads: a wrong path is said at once
         vocab_size = load_spm(args.spm_model).GetPieceSize()
         vocabulary = f"--spm_model {args.spm_model}, {vocab_size} pieces"
 
+    import_tensorflow(verbose)  # its start-up lines captured, as every command's
     # TensorFlow (albert.data.reader) only now, after the vocabulary: see above.
     from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
 
@@ -231,13 +232,14 @@ def statistics(sources, files, seq, preds) -> str:
 
 
 def main(argv=None) -> int:
+    verbose = "--verbose" in (sys.argv[1:] if argv is None else argv)
     argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
     # The reader logs how it took a pattern apart (a comma split); stderr, as the errors.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)
     args = parse_args(argv)
     with flags.user_errors():  # no files match, a missing or wrong --spm_model: one line, status 2
-        return check(args)
+        return check(args, verbose)
 
 
 if __name__ == "__main__":

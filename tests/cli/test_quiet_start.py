@@ -1,111 +1,141 @@
 """albert.cli.quiet_start: TensorFlow's start-up lines hidden, and what that hides still
 seen when it matters. A stand-in module writes to file descriptor 2 as TensorFlow's C++ start-up
-does, in this process (pytest's capfd captures that descriptor)."""
+does, in this process (pytest's capfd captures that descriptor); one that aborts, in a child."""
 
+import os
+import subprocess
 import sys
 
 import pytest
 
-from albert.cli.quiet_start import quiet_start
+from albert.cli import flags
+from albert.cli.quiet_start import import_tensorflow, quiet_argv, start_environment
 
 NOISE = "oneDNN custom operations are on (a C++ line, before any log level applies)"
 BROKEN = "libcudart.so.12: cannot open shared object file: No such file or directory"
+VARIABLES = ("TF_CPP_MIN_LOG_LEVEL", "TRANSFORMERS_VERBOSITY", "ALBERT_SHOW_START_UP",
+             "TF_CPU_ALLOCATOR_USE_BFC")
 
 
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
-    """Two modules written as TensorFlow's start-up writes: one imports, one fails; imported
-    afresh in each test, with quiet_start's finder and variables undone after it."""
+    """Modules written as TensorFlow's start-up writes: one imports, one fails, one aborts the
+    process; imported afresh in each test, with the variables undone after it."""
     (tmp_path / "noisy_ok.py").write_text(f"import os\nos.write(2, b'{NOISE}\\n')\n")
     (tmp_path / "noisy_broken.py").write_text(
         f"import os\nos.write(2, b'{BROKEN}\\n')\n"
         "raise ImportError('the start-up failed: see above')\n")
+    (tmp_path / "noisy_abort.py").write_text(f"import os\nos.write(2, b'{BROKEN}\\n')\n"
+                                             "os.abort()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     for name in ("noisy_ok", "noisy_broken"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    for name in ("TF_CPP_MIN_LOG_LEVEL", "TRANSFORMERS_VERBOSITY", "ALBERT_SHOW_START_UP"):
+    for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
 
 def test_start_up_lines_are_hidden(stand_in, capfd):
-    quiet_start(False, module="noisy_ok")
-    import noisy_ok  # noqa: F401
+    start_environment(False)
+    module = import_tensorflow(False, module="noisy_ok")
 
+    assert module is sys.modules["noisy_ok"]
     assert capfd.readouterr().err == ""
+    os.write(2, b"after\n")  # the descriptor is the process's stderr again
+    assert capfd.readouterr().err == "after\n"
 
 
 def test_a_failing_import_shows_its_real_error(stand_in, capfd):
     """What the import wrote before it failed is the cause: printed, then its Python error."""
-    quiet_start(False, module="noisy_broken")
+    start_environment(False)
     with pytest.raises(ImportError, match="the start-up failed"):
-        import noisy_broken  # noqa: F401
+        import_tensorflow(False, module="noisy_broken")
     assert capfd.readouterr().err == f"{BROKEN}\n"
+
+
+@pytest.mark.e2e
+def test_an_import_that_kills_the_process_shows_what_it_wrote(stand_in, tmp_path):
+    """An abort inside the import leaves no Python to print anything: the lines it wrote still
+    reach stderr, and the process dies as it would have."""
+    code = ("from albert.cli.quiet_start import import_tensorflow, start_environment\n"
+            "start_environment(False)\n"
+            "import_tensorflow(False, module='noisy_abort')\n"
+            "print('not reached')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == -6  # SIGABRT
+    assert proc.stdout == ""
+    assert BROKEN in proc.stderr
 
 
 @pytest.mark.parametrize("show", ["1", "yes"])
 def test_the_variable_shows_the_hidden_lines(stand_in, capfd, show):
     stand_in.setenv("ALBERT_SHOW_START_UP", show)
-    quiet_start(False, module="noisy_ok")
-    import noisy_ok  # noqa: F401
+    start_environment(False)
+    import_tensorflow(False, module="noisy_ok")
 
     assert capfd.readouterr().err == f"{NOISE}\n"
 
 
 def test_verbose_shows_them_too(stand_in, capfd):
-    quiet_start(True, module="noisy_ok")
-    import noisy_ok  # noqa: F401
+    assert quiet_argv(["--a", "--verbose", "b"]) == ["--a", "b"]
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    import_tensorflow(True, module="noisy_ok")
 
     assert capfd.readouterr().err == f"{NOISE}\n"
 
 
-@pytest.fixture
-def optional(stand_in, tmp_path):
-    """A module that imports an optional one as Keras does (absent: None), and that optional
-    module, installed."""
-    (tmp_path / "extra_dep.py").write_text("LOADED = True\n")
-    (tmp_path / "uses_extra.py").write_text(
-        "try:\n    import extra_dep\nexcept ImportError:\n    extra_dep = None\n")
-    for name in ("extra_dep", "uses_extra"):
-        stand_in.delitem(sys.modules, name, raising=False)
-    return stand_in
+def test_the_start_sets_defaults_and_a_value_the_user_set_wins(stand_in):
+    """Issue 52: a command's process gets TensorFlow's BFC CPU allocator (and its quiet log
+    level) where the user said nothing; TF_CPU_ALLOCATOR_USE_BFC=false stays false."""
+    quiet_argv([])
+    assert {n: os.environ.get(n) for n in VARIABLES} == {
+        "TF_CPP_MIN_LOG_LEVEL": "2", "TRANSFORMERS_VERBOSITY": "error",
+        "ALBERT_SHOW_START_UP": None, "TF_CPU_ALLOCATOR_USE_BFC": "true"}
+    stand_in.setenv("TF_CPU_ALLOCATOR_USE_BFC", "false")
+    stand_in.setenv("TF_CPP_MIN_LOG_LEVEL", "1")
+    quiet_argv([])
+    assert os.environ["TF_CPU_ALLOCATOR_USE_BFC"] == "false"
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "1"
 
 
-@pytest.mark.parametrize("verbose", [False, True])
-def test_unused_optional_modules_look_absent_while_it_imports(optional, verbose):
-    quiet_start(verbose, module="uses_extra", skip=("extra_dep",))
-    import uses_extra
+def test_run_main_starts_tensorflow_after_the_flags(stand_in, monkeypatch):
+    """run_main: the variables first, then the flags (a bad one answered without TensorFlow),
+    then TensorFlow once, then run(); --plan_only reads its plan without TensorFlow."""
+    imports = []
+    monkeypatch.setattr(flags, "import_tensorflow", lambda verbose: imports.append(verbose))
 
-    assert uses_extra.extra_dep is None
-    import extra_dep  # importable again afterwards
+    def parse(argv):
+        if argv == ["--bad"]:
+            raise flags.FlagError("--bad: expected nothing")
+        return type("Args", (), {"plan_only": argv == ["--plan_only"]})()
 
-    assert extra_dep.LOADED
+    def run(args):
+        assert os.environ["TF_CPU_ALLOCATOR_USE_BFC"] == "true"
+        return len(imports)
 
-
-def test_an_optional_module_already_imported_stays(optional):
-    import extra_dep
-
-    quiet_start(False, module="uses_extra", skip=("extra_dep",))
-    import uses_extra
-
-    assert uses_extra.extra_dep is extra_dep
+    assert flags.run_main(parse, run, ["--bad"]) == 2 and imports == []
+    assert flags.run_main(parse, run, ["--plan_only"]) == 0 and imports == []
+    assert flags.run_main(parse, run, []) == 1 and imports == [False]
+    assert flags.run_main(parse, run, ["--verbose"]) == 2 and imports == [False, True]
 
 
 @pytest.mark.e2e
-def test_tensorflow_starts_without_matplotlib_and_sklearn():
-    """Keras takes their absence as "not installed" (a Keras that raised another error would
-    fail every command here); both import normally once TensorFlow has."""
-    import subprocess
-
-    code = ("import sys\n"
-            "from albert.cli.quiet_start import quiet_start\n"
-            "quiet_start(False)\n"
-            "import tensorflow as tf\n"
-            "print(sorted(n for n in ('matplotlib', 'sklearn') if n in sys.modules))\n"
-            "import matplotlib.pyplot, sklearn.metrics\n"
-            "print(float(tf.reduce_sum(tf.ones([3]))), sklearn.metrics.f1_score([1, 0], [1, 0]))\n")
+def test_keras_finds_scikit_learn_after_a_fresh_start():
+    """Issue 52: nothing is hidden from Python while TensorFlow imports, so Keras' scikit-learn
+    wrapper works in a command's process (the old start-up's import hook made Keras take
+    scikit-learn as not installed for the rest of the process). A fresh interpreter: the start
+    step must be what imports TensorFlow and Keras first, which pytest's process has done."""
+    code = ("from albert.cli.quiet_start import import_tensorflow, quiet_argv\n"
+            "quiet_argv([])\n"
+            "import_tensorflow(False)\n"
+            "import keras\n"
+            "keras.wrappers.SKLearnClassifier(model=lambda X, y: None)\n"
+            "import sklearn\n"
+            "print('ok', sklearn.__name__)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines() == ["[]", "3.0 1.0"]
+    assert proc.stdout.split() == ["ok", "sklearn"]
+    assert proc.stderr == ""  # TensorFlow's start-up lines captured and dropped

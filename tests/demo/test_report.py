@@ -4,6 +4,7 @@ that only learned to abstain is named, and the answers shown are the dev file's 
 import json
 import os
 import re
+import sys
 
 import pytest
 
@@ -232,6 +233,22 @@ def test_the_picture_is_drawn_with_both_label_shares(demo_dir, capsys):
     assert f"picture: {picture}" in out
     with open(picture, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_matplotlib_the_picture_is_one_line(demo_dir, capsys, monkeypatch):
+    """Issue 52: matplotlib is the demo extra: where it is not installed the report is printed,
+    then one line says what the picture needs, and no file is written."""
+    _scores(demo_dir, "finetune", {("pretrained", 1): 60.0, ("scratch", 1): 45.0})
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    with pytest.raises(SystemExit) as exit_info:
+        report.main(["--demo_dir", str(demo_dir), "--seeds", "1"])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert "=== all the training questions" in captured.out
+    assert captured.err.splitlines() == [
+        f"error: drawing {demo_dir / report.PICTURE} needs matplotlib, which is not installed: "
+        "pip install -e '.[demo]' (scripts/setup.sh installs it), or pass --no_picture"]
+    assert not (demo_dir / report.PICTURE).exists()
 
 
 def test_a_missing_run_is_one_line(demo_dir, capsys):

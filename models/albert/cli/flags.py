@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from albert.cli.quiet_start import quiet_argv
+from albert.cli.quiet_start import import_tensorflow, quiet_argv
 from albert.errors import AlbertError, FlagError
 from albert.model.config import PRESETS, RECOMPUTE_MODES
 
@@ -295,10 +295,11 @@ def user_errors():
 
 def run_main(parse_args, run, argv=None, prepare=None) -> int:
     """A CLI's main(): start-up noise silenced (albert.cli.quiet_start; --verbose, which every
-    command takes, keeps it), logging set up as every tool logs, flags parsed, run(args) with the
-    user's errors turned into one line (user_errors). With `prepare`, run(args, prepare(args)):
-    prepare's checks need no TensorFlow, and their FlagError is answered before run() imports
-    it, so a typo costs no wait."""
+    command takes, keeps it), logging set up as every tool logs, flags parsed, TensorFlow
+    imported (its start-up lines captured), run(args) with the user's errors turned into one line
+    (user_errors). With `prepare`, run(args, prepare(args)): prepare's checks need no TensorFlow,
+    and their FlagError is answered before TensorFlow is imported, so a typo costs no wait."""
+    verbose = "--verbose" in (sys.argv[1:] if argv is None else argv)
     argv = quiet_argv(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
@@ -308,6 +309,7 @@ def run_main(parse_args, run, argv=None, prepare=None) -> int:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
     if prepare is None:
+        _start_tensorflow(args, verbose)
         with user_errors():
             return run(args)
     try:
@@ -315,5 +317,13 @@ def run_main(parse_args, run, argv=None, prepare=None) -> int:
     except FlagError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
+    _start_tensorflow(args, verbose)
     with user_errors():
         return run(args, prepared)
+
+
+def _start_tensorflow(args, verbose: bool) -> None:
+    """TensorFlow imported once, its start-up lines captured (albert.cli.quiet_start), before
+    run() needs it; not for a runner's --plan_only, which reads the plan without it."""
+    if not getattr(args, "plan_only", False):
+        import_tensorflow(verbose)

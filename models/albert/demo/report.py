@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 
 from albert.cli import flags
-from albert.errors import FlagError
+from albert.errors import AlbertError, FlagError
 from albert.tasks.squad import AT_EMPTY, against_empty_answers
 
 STARTS = ("pretrained", "scratch")
@@ -270,8 +270,14 @@ def print_answers(dev: dict, runs: dict, seed: int, count: int) -> None:
 def draw(demo_dir: str, curves: dict[str, dict], path: str) -> None:
     """Held-out MLM and SOP accuracy over the pretraining's updates against their baselines, and
     every fine-tune's dev F1 over its updates against the all-empty line."""
-    # Only the picture needs matplotlib, and only here: the rest of the report stays light.
-    import matplotlib
+    # Only the picture needs matplotlib (the demo extra), and only here: the rest of the report
+    # stays light, and runs where it is not installed.
+    try:
+        import matplotlib  # the demo extra: see above
+    except ImportError:
+        raise AlbertError(f"drawing {path} needs matplotlib, which is not installed: "
+                          "pip install -e '.[demo]' (scripts/setup.sh installs it), or pass "
+                          "--no_picture") from None
     matplotlib.use("Agg")  # files, never a window
     import matplotlib.pyplot as plt  # after use(): the backend is chosen when pyplot loads
 

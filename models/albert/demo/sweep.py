@@ -27,8 +27,9 @@ import time
 from dataclasses import dataclass
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
+from albert.cli.quiet_start import import_tensorflow, quiet_argv
 from albert.errors import FlagError
+from albert.tasks.pretraining import masked_token_counts
 
 DEMO_MASKED_SHARE = 0.15   # create_pretraining_data's --masked_lm_prob, which the demo keeps
 
@@ -215,9 +216,6 @@ def table(rows: list[dict], baselines: dict, masked_tokens: int, steps: int) -> 
 
 
 def masked_token_count(files, max_seq_length: int, max_predictions: int) -> int:
-    # TensorFlow only here: the table's other parts need none.
-    from albert.tasks.pretraining import masked_token_counts
-
     return sum(masked_token_counts(files, max_seq_length, max_predictions).values())
 
 
@@ -245,6 +243,7 @@ def build_parser() -> flags.Parser:
 
 
 def main(argv=None) -> int:
+    verbose = "--verbose" in (sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(quiet_argv(argv))  # as every tool: --verbose shows start-up
     with flags.user_errors():
         unknown = [v for v in args.variants if v not in BY_NAME]
@@ -265,6 +264,7 @@ def main(argv=None) -> int:
         # Only here, after every check above: a mistyped variant keeps the previous sweep.
         if args.fresh:
             clear(out)
+        import_tensorflow(verbose)  # for the padded records; the runs are commands of their own
         rows = []
         for name in args.variants:
             print(f"--- {name}: {BY_NAME[name].change} ({args.steps} updates)", flush=True)

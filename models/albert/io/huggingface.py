@@ -14,6 +14,7 @@ import logging
 import os
 
 import numpy as np
+from safetensors.numpy import load_file, save_file
 
 from albert.data.tokenization import write_tokenizer_files
 from albert.errors import CheckpointError
@@ -100,8 +101,6 @@ def read_state_dict(directory: str) -> dict[str, np.ndarray]:
     st_path = os.path.join(directory, SAFETENSORS_NAME)
     pt_path = os.path.join(directory, PYTORCH_NAME)
     if os.path.exists(st_path):
-        from safetensors.numpy import load_file  # only Hugging Face weight files need it
-
         try:
             return load_file(st_path)
         except Exception as e:  # safetensors raises several types for corrupt files
@@ -189,8 +188,6 @@ def write_huggingface(model, directory: str, spm_model: str | None = None,
     {file name: object} of extra_json) into the existing `directory`, so that transformers loads
     it. Not atomic by itself: io.pretrained's save_pretrained and replace_pretrained write
     through albert.fs."""
-    from safetensors.numpy import save_file  # only Hugging Face weight files need it
-
     if getattr(model.config, "pre_layer_norm", False):
         logger.warning(
             "exporting a pre-LayerNorm ALBERT: albert.load_pretrained loads it, but "
