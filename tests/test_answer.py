@@ -431,8 +431,7 @@ SQUAD_CARD = {"task": "squad", "features": {"max_seq_length": 64, "doc_stride": 
               "labels": None, "vocabulary_sha256": None}
 
 
-def test_item12_a_jsonl_with_a_byte_order_mark_is_read(sample_vocab, tmp_path, capsys,
-                                                       monkeypatch):
+def test_a_jsonl_input_with_a_byte_order_mark_is_read(sample_vocab, tmp_path, capsys, monkeypatch):
     """What classify accepts, answer accepts: a JSON-lines file an editor saved with a BOM."""
     from albert import answer
 
@@ -446,7 +445,7 @@ def test_item12_a_jsonl_with_a_byte_order_mark_is_read(sample_vocab, tmp_path, c
     assert row["id"] == "q1" and row["answer"]
 
 
-def test_item12_a_directory_given_as_input_is_called_one(sample_vocab, tmp_path, capsys):
+def test_a_directory_given_as_input_is_refused_as_a_directory(sample_vocab, tmp_path, capsys):
     from albert import answer
 
     model = qa_model_dir(tmp_path / "m", sample_vocab, SQUAD_CARD)
@@ -464,8 +463,9 @@ def test_item12_a_directory_given_as_input_is_called_one(sample_vocab, tmp_path,
     ({"task": "squad", "features": {"max_seq_length": "64"}},
      '"features" "max_seq_length" must be a positive whole number, got the string "64"'),
 ])
-def test_item12_item8_the_card_is_read_before_the_model_loads(card, message, sample_vocab,
-                                                               tmp_path, capsys, monkeypatch):
+def test_a_wrong_task_or_malformed_card_is_refused_before_the_model_loads(card, message,
+                                                                          sample_vocab, tmp_path,
+                                                                          capsys, monkeypatch):
     """A classifier's export, or a card of the wrong shape: one line, exit 2, before
     TensorFlow loads the model (15 s, where classify answers in 1 s)."""
     from albert import answer

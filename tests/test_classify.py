@@ -377,9 +377,8 @@ CARD = {"task": "classification", "features": {"max_seq_length": 32},
 
 
 @pytest.mark.parametrize("saved_model", [False, True], ids=["hugging_face", "saved_model"])
-def test_item7_a_card_whose_labels_disagree_with_the_model_is_refused(saved_model, sample_vocab,
-                                                                      tmp_path, capsys,
-                                                                      monkeypatch):
+def test_a_card_whose_labels_disagree_with_the_model_is_refused_before_it_loads(
+        saved_model, sample_vocab, tmp_path, capsys, monkeypatch):
     """The card's labels reversed against config.json's id2label (which would flip every
     predicted label), or another number of them: one line, exit 2, before the model loads."""
     from albert import classify
@@ -409,8 +408,8 @@ def test_item7_a_card_whose_labels_disagree_with_the_model_is_refused(saved_mode
         capsys)
 
 
-def test_item7_a_card_that_agrees_with_the_model_is_used(sample_vocab, tmp_path, capsys,
-                                                         monkeypatch):
+def test_a_card_that_agrees_with_the_model_names_the_outputs(sample_vocab, tmp_path, capsys,
+                                                             monkeypatch):
     from albert import classify
 
     fake_model(monkeypatch, ["neg", "pos"])
@@ -434,8 +433,9 @@ def test_item7_a_card_that_agrees_with_the_model_is_used(sample_vocab, tmp_path,
                                               'whole number, got the string "128"'),
     ({"task": ["classification"]}, '"task" must be a string, got a list'),
 ])
-def test_item7_item8_a_card_of_the_wrong_shape_is_one_line(change, message, sample_vocab,
-                                                           tmp_path, capsys):
+def test_a_card_of_the_wrong_shape_is_one_line_naming_the_file_and_entry(change, message,
+                                                                         sample_vocab, tmp_path,
+                                                                         capsys):
     """Valid JSON of the wrong shape in the card: one line naming the file and the entry, exit
     2, no traceback (labels "abcd" are not four labels)."""
     from albert import classify
@@ -447,7 +447,7 @@ def test_item7_item8_a_card_of_the_wrong_shape_is_one_line(change, message, samp
                                  f" (of the model {model}): {message}")
 
 
-def test_item19_a_no_header_file_to_predict_whose_first_row_looks_like_a_header_is_warned(
+def test_a_no_header_input_whose_first_row_looks_like_a_header_is_predicted_and_warned(
         sample_vocab, tmp_path, capsys, caplog, monkeypatch):
     """GLUE's test.tsv (index<TAB>sentence) read with --no_header: its header row is predicted
     like a text. It still is (it may be a text), but a warning names the line and the way on."""
@@ -471,8 +471,8 @@ def test_item19_a_no_header_file_to_predict_whose_first_row_looks_like_a_header_
     assert [r for r in caplog.records if r.levelname == "WARNING"] == []
 
 
-def test_item20_a_column_by_position_in_files_with_a_header(sample_vocab, tmp_path, capsys,
-                                                            monkeypatch):
+def test_a_text_column_by_position_is_found_where_its_header_name_is_not(sample_vocab, tmp_path,
+                                                                         capsys, monkeypatch):
     """SST-2's train file says label<TAB>sentence, its dev file label<TAB>content: --text_a 1
     finds the text in both, as --text_a sentence finds it only in the first."""
     from albert import classify
@@ -495,7 +495,7 @@ def test_item20_a_column_by_position_in_files_with_a_header(sample_vocab, tmp_pa
 
 
 @pytest.mark.slow
-def test_item17_item20_labels_keep_the_id_order_of_labels_and_columns_go_by_position(
+def test_labels_keep_their_id_order_from_training_to_classify_and_columns_go_by_position(
         sample_vocab, tmp_path, capsys, monkeypatch):
     """run_classifier --labels pos,neg (not sorted: pos is id 0) on SST-2's layout, whose train
     file says label<TAB>sentence and dev file label<TAB>content, the columns given by position.

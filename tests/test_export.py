@@ -171,7 +171,7 @@ def tree(directory):
 
 
 @pytest.mark.e2e
-def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_path):
+def test_export_refuses_a_vocabulary_of_another_size_and_writes_nothing(sample_vocab, tmp_path):
     """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
     tokens. Refused, given or found beside the weights, and nothing is written."""
     model = AlbertForQuestionAnswering(tiny_config(vocab_size=1000)).build_for_config()
@@ -190,8 +190,7 @@ def test_item4_export_refuses_a_vocabulary_of_another_size(sample_vocab, tmp_pat
 
 
 @pytest.mark.e2e
-def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sample_vocab,
-                                                                                tmp_path):
+def test_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     ckpt = tmp_path / "run" / "checkpoints"
     trainer_checkpoint(model, ckpt)
@@ -238,7 +237,7 @@ def test_item7_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint
 @pytest.mark.e2e
 @pytest.mark.parametrize("runner, train_file", [("run_squad", "train.json"),
                                                 ("run_classifier", "train.tsv")])
-def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_file, tmp_path):
+def test_a_fine_tuners_export_dir_is_checked_before_any_work(runner, train_file, tmp_path):
     """The fine-tuners export at the end of the run: a bad --export_dir is refused at the
     start."""
     def run_squad(*argv):
@@ -260,7 +259,7 @@ def test_item7_run_squad_export_dir_is_checked_before_any_work(runner, train_fil
 
 
 @pytest.mark.e2e
-def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
+def test_export_refuses_an_output_dir_that_is_a_file_or_lies_under_one(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     (tmp_path / "serving").write_text("not a directory")
@@ -273,7 +272,7 @@ def test_item11_export_output_dir_that_is_a_file(sample_vocab, tmp_path):
 
 
 @pytest.mark.e2e
-def test_item11_answer_output_that_is_a_directory_is_refused_before_inference(tmp_path):
+def test_answer_output_that_is_a_directory_is_refused_before_inference(tmp_path):
     (tmp_path / "answers").mkdir()
     proc = subprocess.run([sys.executable, "-m", "albert.answer", "--checkpoint_path",
                            str(tmp_path), "--question", "Who?", "--context", "Mira did.",
@@ -285,8 +284,8 @@ def test_item11_answer_output_that_is_a_directory_is_refused_before_inference(tm
 
 
 @pytest.mark.e2e
-def test_item15_final_and_saved_model_take_the_umask_mode(sample_records, sample_vocab,
-                                                          tmp_path):
+def test_final_and_saved_model_directories_take_the_umask_mode(sample_records, sample_vocab,
+                                                               tmp_path):
     """final/ (a run's Hugging Face export) and SavedModels were made 0700 (tempfile.mkdtemp,
     renamed into place) whatever the umask: unreadable to a model server or a teammate."""
     from helpers import PREDS, SEQ
@@ -382,8 +381,7 @@ def tiny_classifier_dir(path, sample_vocab, labels=("pos", "neg")):
 
 
 @pytest.mark.slow
-def test_item6_export_to_a_symlinked_version_writes_where_the_link_points(sample_vocab,
-                                                                          tmp_path, capsys):
+def test_export_to_a_symlinked_version_writes_where_the_link_points(sample_vocab, tmp_path, capsys):
     """serving/1 -> elsewhere/1, which holds an older SavedModel: the new one lands in
     elsewhere/1, the link stays, and no .tmp-* is left beside either."""
     from albert.export import main as export_main
@@ -421,8 +419,8 @@ def _renames_fail_busy(monkeypatch, fs, mount):
 
 
 @pytest.mark.slow
-def test_item6_export_to_a_mount_point_is_one_line_and_leaves_it_whole(sample_vocab, tmp_path,
-                                                                       capsys, monkeypatch):
+def test_export_to_a_mount_point_is_one_line_and_leaves_it_whole(sample_vocab, tmp_path, capsys,
+                                                                 monkeypatch):
     """A mount point cannot be renamed (EBUSY): refused before any work when it is seen as one,
     one line when the rename itself fails (simulated here), the directory and the model read
     left as they were."""
@@ -457,8 +455,8 @@ def test_item6_export_to_a_mount_point_is_one_line_and_leaves_it_whole(sample_vo
 
 
 @pytest.mark.slow
-def test_item6_fine_tune_export_dir_on_a_mount_point(sample_vocab, tmp_path, capsys,
-                                                     monkeypatch):
+def test_a_fine_tune_export_dir_on_a_mount_point_is_refused_and_keeps_the_run(
+        sample_vocab, tmp_path, capsys, monkeypatch):
     """run_classifier --export_dir on a mount point: refused before any training when it is
     seen as one; when the rename at the end fails with EBUSY (simulated), one line, and the
     run's own outputs (checkpoints, final/, scores) are all there."""
@@ -512,8 +510,8 @@ def exit_status(main, argv) -> int:
 
 
 @pytest.mark.parametrize("name", ["config.json", "albert_task.json"])
-def test_item9_a_model_file_that_is_not_utf8_is_one_line_in_export_and_answer(
-        name, sample_vocab, tmp_path, capsys):
+def test_a_model_file_that_is_not_utf8_is_one_line_in_export_and_answer(name, sample_vocab,
+                                                                        tmp_path, capsys):
     """A config.json saved as Latin-1 gave albert.answer and albert.export a 20-frame
     UnicodeDecodeError and exit 1; the task card beside it is read the same way."""
     from albert import answer, export

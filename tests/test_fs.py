@@ -151,7 +151,7 @@ def test_the_data_generator_still_imports_no_tensorflow_or_numpy():
 # -- issue 34 item 6: a symbolic link, a mount point ----------------------------------------------
 
 
-def test_item6_a_symlinked_target_is_written_where_it_points(tmp_path, how):
+def test_a_symlinked_target_is_written_where_it_points(tmp_path, how):
     """serving/1 -> elsewhere/1: the link stays a link and what it points to becomes the new
     directory; no temporary (directory or link) is left beside either."""
     write(tmp_path / "elsewhere" / "1", OLD)
@@ -166,7 +166,7 @@ def test_item6_a_symlinked_target_is_written_where_it_points(tmp_path, how):
     assert os.listdir(tmp_path / "elsewhere") == ["1"]
 
 
-def test_item6_replace_directory_refuses_a_link_it_would_replace(tmp_path):
+def test_replace_directory_refuses_a_link_it_would_replace(tmp_path):
     write(tmp_path / "real", OLD)
     write(tmp_path / "new", NEW)
     (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
@@ -177,7 +177,8 @@ def test_item6_replace_directory_refuses_a_link_it_would_replace(tmp_path):
     assert (tmp_path / "link").is_symlink() and tree(tmp_path / "real") == OLD
 
 
-def test_item6_a_target_no_rename_can_move_is_one_output_error(tmp_path, how, monkeypatch):
+def test_a_target_no_rename_can_move_is_one_output_error_and_stays_whole(tmp_path, how,
+                                                                         monkeypatch):
     """A mount point (EBUSY from the exchange or the rename): an OutputError naming it and the
     way on; the old directory stays whole and nothing of the attempt is left beside it."""
     target = tmp_path / "model"

@@ -54,7 +54,7 @@ def linked_corpus(tmp_path):
 
 
 @pytest.mark.e2e
-def test_item2_symlink_loop_and_duplicate_paths_read_once_create_pretraining_data(
+def test_create_pretraining_data_reads_each_input_once_through_links_and_loops(
         linked_corpus, sample_vocab, tmp_path):
     """A `**` glob through two link loops ends (glob itself lists 2**40 paths), a directory
     input follows its linked subdirectory (c.txt's 5 documents were lost), `a.txt ./a.txt` reads
@@ -82,7 +82,7 @@ def test_item2_symlink_loop_and_duplicate_paths_read_once_create_pretraining_dat
 
 
 @pytest.mark.e2e
-def test_item2_linked_directory_followed_once_train_tokenizer(linked_corpus, tmp_path):
+def test_train_tokenizer_follows_a_linked_directory_once(linked_corpus, tmp_path):
     """train_tokenizer lists inputs the same way: the linked subdirectory's documents count."""
     proc = _cli("train_tokenizer", "--input", str(linked_corpus), str(linked_corpus / "a.txt"),
                 "--vocab_size", "50", "--output_dir", str(tmp_path / "v"), "--processes", "1",
@@ -100,7 +100,7 @@ def test_item2_linked_directory_followed_once_train_tokenizer(linked_corpus, tmp
 
 
 @pytest.mark.e2e
-def test_item12_bracket_and_comma_paths_create_pretraining_data_and_train_tokenizer(
+def test_bracket_and_comma_names_are_paths_to_the_data_and_tokenizer_commands(
         sample_vocab, tmp_path):
     (tmp_path / "part[1].txt").write_text(_docs("maple", 3))
     (tmp_path / "part1.txt").write_text(_docs("willow", 4))  # what the glob `part[1]` means
@@ -134,8 +134,8 @@ def test_item12_bracket_and_comma_paths_create_pretraining_data_and_train_tokeni
 
 
 @pytest.mark.e2e
-def test_item12_bracket_and_comma_paths_reader_and_check_records(sample_records, tmp_path,
-                                                                 caplog):
+def test_bracket_and_comma_names_are_paths_to_the_reader_and_check_records(sample_records, tmp_path,
+                                                                           caplog):
     from albert.data.reader import resolve_files
 
     shard = sorted((sample_records / "train").iterdir())[0]
@@ -175,8 +175,8 @@ def small_vocab(sample_corpus, tmp_path_factory):
 
 
 @pytest.mark.e2e
-def test_item6_records_with_ids_past_the_spm_model_are_one_error_at_start(
-        sample_records, small_vocab, tmp_path):
+def test_records_with_ids_past_the_spm_model_are_one_error_before_training(sample_records,
+                                                                           small_vocab, tmp_path):
     """Without a summary.json beside them (records from elsewhere) the first records show the
     ids; with the generator's summary.json, its recorded vocabulary size is enough."""
     bare = tmp_path / "bare" / "train"
@@ -202,8 +202,7 @@ def test_item6_records_with_ids_past_the_spm_model_are_one_error_at_start(
 
 
 @pytest.mark.e2e
-def test_item6_check_records_names_ids_outside_the_vocabulary(sample_records, sample_vocab,
-                                                              small_vocab):
+def test_check_records_names_ids_outside_the_vocabulary(sample_records, sample_vocab, small_vocab):
     proc = check_records("train", "--filesystem_prefix", str(sample_records), "--spm_model",
                          small_vocab, "--no_progress")
     assert proc.returncode == 1, proc.stderr[-3000:]

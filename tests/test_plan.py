@@ -51,7 +51,7 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
 
 
 @pytest.mark.e2e
-def test_item15_plan_gives_one_message_per_bad_value():
+def test_plan_gives_one_message_per_bad_value_and_takes_a_huge_budget():
     """Issue 24 item 15: one combined message blamed every flag for one bad value, and
     --memory_gb (now --memory_budget_gb) 1000000 was refused as not "above 0"."""
     import subprocess

@@ -124,7 +124,7 @@ MODEL_DIR = "/opt/ml/model"
 
 
 @pytest.mark.parametrize("trainer", ["run_squad", "run_classifier"])
-def test_item2_a_fine_tunes_outputs_default_to_the_jobs_model_directory(trainer):
+def test_a_fine_tunes_outputs_default_to_the_jobs_model_directory(trainer):
     """In a SageMaker job a fine-tuner's --output_dir left out is SM_MODEL_DIR (uploaded when
     the job ends), with its checkpoints, logs and cache under it; a relative output path lies
     under it; an absolute one (the FSx channel, the launcher's /opt/ml/checkpoints) stays."""
@@ -148,7 +148,7 @@ def test_item2_a_fine_tunes_outputs_default_to_the_jobs_model_directory(trainer)
         *data, "--export_dir", "serving/1"]
 
 
-def test_item2_run_pretraining_keeps_its_checkpoints_and_logs_in_the_job_too():
+def test_run_pretraining_keeps_its_checkpoints_and_logs_in_the_jobs_model_directory():
     from albert import run_pretraining
 
     args = run_pretraining.parse_args(container_argv(["--total_steps", "10"], run_pretraining,
@@ -157,7 +157,7 @@ def test_item2_run_pretraining_keeps_its_checkpoints_and_logs_in_the_job_too():
                                                    f"{MODEL_DIR}/logs")
 
 
-def test_item9_verbose_is_every_commands_flag_and_its_true_goes(monkeypatch):
+def test_the_entry_turns_verbose_true_back_into_the_bare_flag(monkeypatch):
     """The launcher passes a bare --verbose as "True"; the entry script turns it back into the
     bare flag, which every command takes (outside its parser), and no stray "True" follows."""
     from albert import run_squad
@@ -208,8 +208,7 @@ def run_entry_script(argv, monkeypatch, trainer_main):
      "checkpoints: the launcher's --checkpoint_s3_uri syncs /opt/ml/checkpoints with a prefix)"),
     (["--output_dir=gs://b/out"], "error: --output_dir gs://b/out is a URL, where a SageMaker "),
 ])
-def test_item11_the_entry_refuses_an_output_the_job_would_lose(argv, line, monkeypatch,
-                                                              capsys):
+def test_the_entry_refuses_an_output_the_job_would_lose(argv, line, monkeypatch, capsys):
     """Issue 50 item 11: --output_dir ../escape was /opt/ml/model/../escape (never uploaded),
     --checkpoint_dir s3://b/c a local /opt/ml/model/s3://b/c. In the container, however the
     job was started: one line naming the flag, the value and what is expected, exit 2, and
@@ -222,7 +221,7 @@ def test_item11_the_entry_refuses_an_output_the_job_would_lose(argv, line, monke
     assert err.startswith(line) and err.endswith("\n") and len(err.splitlines()) == 1, err
 
 
-def test_item11_outputs_the_job_keeps_still_go_to_the_trainer(monkeypatch):
+def test_outputs_the_job_keeps_still_go_to_the_trainer(monkeypatch):
     """What the job keeps passes: relative paths under the model directory (each occurrence,
     an abbreviation too), absolute ones as given."""
     calls = []
@@ -238,7 +237,7 @@ def test_item11_outputs_the_job_keeps_still_go_to_the_trainer(monkeypatch):
 
 @pytest.mark.parametrize("status", [0, 1, 2, 143])
 @pytest.mark.parametrize("how", ["returned", "raised"])
-def test_item11_the_entry_exits_with_the_trainers_status_unchanged(status, how, monkeypatch):
+def test_the_entry_exits_with_the_trainers_status_unchanged(status, how, monkeypatch):
     """An interrupted run exits non-zero (143, resumable): SageMaker must see that status,
     not a finished job's 0, whether the trainer returns it or exits with it."""
     def trainer_main(argv):

@@ -111,7 +111,7 @@ def test_train_tokenizer_shows_its_reading_and_no_start_up_lines(sample_corpus, 
 
 
 @pytest.mark.e2e
-def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_identical(
+def test_an_existing_vocabulary_is_kept_without_overwrite_and_a_rerun_is_byte_identical(
         sample_corpus, sample_vocab, tmp_path):
     argv = ["--input", str(sample_corpus), "--vocab_size", "300", "--processes", "1",
             "--output_dir", str(tmp_path / "v")]
@@ -159,7 +159,7 @@ def test_item8_existing_spiece_model_kept_without_overwrite_item15_rerun_byte_id
 
 
 @pytest.mark.e2e
-def test_item11_train_tokenizer_output_dir_that_is_a_file(sample_corpus, tmp_path):
+def test_train_tokenizer_refuses_an_output_dir_that_is_a_file_and_keeps_it(sample_corpus, tmp_path):
     target = tmp_path / "vocab"
     target.write_text("keep me\n")
     proc = _cli("train_tokenizer", "--input", str(sample_corpus), "--output_dir", str(target))

@@ -37,8 +37,26 @@ def squad_args(tmp_path, *argv):
                                  str(tmp_path / "out"), *argv])
 
 
-def test_the_defaults_of_a_runner_pass_the_checks(tmp_path):
-    resolve.check_training_flags(squad_args(tmp_path))
+@pytest.mark.parametrize("flags", [
+    {},  # every default
+    {"total_steps": 1, "keep_checkpoints": 1, "max_seq_length": 8, "warmup_steps": 0,
+     "doc_stride": 1, "n_best_size": 1, "checkpoint_frequency": 0, "log_frequency": 1},
+    {"learning_rate": 0.0, "max_grad_norm": 0.0, "weight_decay": 0.0},
+    {"warmup_proportion": 0.0},
+    {"warmup_proportion": 1.0},
+    {"total_steps": 10, "warmup_steps": 10},
+    {"num_train_epochs": 0.01},
+    {"load_from": "checkpoint", "load_optimizer_state": True},
+])
+def test_the_defaults_and_each_value_at_its_limit_pass_the_checks(flags, tmp_path):
+    """The checks refuse past a limit, never at it (the refusals: the next test): the defaults,
+    each count at its minimum, a warmup proportion of 0 or 1, warmup over every update."""
+    args = squad_args(tmp_path)
+    for name, value in flags.items():
+        assert hasattr(args, name), f"run_squad takes no --{name}"
+        setattr(args, name, value)
+    assert resolve.check_training_flags(args) is None
+    assert {name: getattr(args, name) for name in flags} == flags  # checked, not rewritten
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -296,7 +296,7 @@ def test_cache_key_follows_file_vocabulary_and_settings(sample_vocab, tmp_path):
     ("n\tremark\n0\tfirst\n1\tsecond\n", Columns(1, None, None, False),
      "its column 0 holds 'n' above numbers"),
 ])
-def test_item19_a_file_to_predict_whose_first_row_looks_like_a_header_is_warned(
+def test_a_file_to_predict_whose_first_row_looks_like_a_header_is_read_and_warned(
         text, columns, why, tmp_path, caplog):
     """Without a label there is nothing to refuse by (the header row is predicted like any
     text), but a first row that looks like a header is named, with the way on."""
@@ -314,13 +314,13 @@ def test_item19_a_file_to_predict_whose_first_row_looks_like_a_header_is_warned(
     "a\tgood film\nb\tsentence\n",  # a column name, but not in the first row
     "x\tfirst\n1\tsecond\ny\tthird\n",  # a word above numbers and words
 ])
-def test_item19_files_to_predict_without_a_header_row_are_not_warned(text, tmp_path, caplog):
+def test_files_to_predict_without_a_header_row_are_not_warned(text, tmp_path, caplog):
     path = write(tmp_path / "test.tsv", text)
     read_examples(path, Columns(1, None, None, False), labelled=False)
     assert caplog.records == []
 
 
-def test_item20_a_column_by_position_in_files_whose_headers_differ(tmp_path):
+def test_a_column_by_position_reads_files_whose_headers_name_it_differently(tmp_path):
     """SST-2: the train file's header says label<TAB>sentence, the dev file's label<TAB>content.
     One --text_a 1 --label 0 reads both; a header name still wins over a position."""
     train = write(tmp_path / "train.tsv", "label\tsentence\n1\tgood\n0\tbad\n")

@@ -181,7 +181,7 @@ def test_skip_corrupt_reads_good_records_with_counted_warning(sample_records, tm
     assert "--skip_corrupt_records" in message and files[0] not in message
 
 
-def test_item6_token_id_check_reads_past_the_first_record(tmp_path):
+def test_the_token_id_check_finds_an_id_too_large_past_the_first_record(tmp_path):
     """A file whose first record fits and whose third does not is still refused."""
     import tensorflow as tf
 
@@ -203,7 +203,7 @@ def test_item6_token_id_check_reads_past_the_first_record(tmp_path):
         check_token_ids([str(path)], 500)
 
 
-def test_item6_token_id_check_leaves_a_damaged_shard_to_skip_corrupt_records(tmp_path):
+def test_the_token_id_check_leaves_a_damaged_shard_to_skip_corrupt_records(tmp_path):
     # A shard damaged in its first records is --skip_corrupt_records' to read up to the damage
     # (and the shape check's to report): the id check must not stop the run over it.
     from albert.data.reader import check_token_ids

@@ -181,7 +181,7 @@ def same_weights(a, b):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
 
 
-def test_item3_save_pretrained_leaves_the_directorys_other_files(saved, tmp_path, monkeypatch):
+def test_save_pretrained_into_a_project_folder_keeps_its_other_files(saved, tmp_path, monkeypatch):
     """`Model.from_pretrained(final).save_pretrained(".")` in a project folder replaced the
     folder: README.md and the calling script were gone."""
     from albert.errors import OutputError
@@ -205,7 +205,7 @@ def test_item3_save_pretrained_leaves_the_directorys_other_files(saved, tmp_path
     assert (project / "README.md").read_text() == "precious\n"
 
 
-def test_item3_saved_back_where_it_was_loaded_from_it_keeps_its_vocabulary_and_card(
+def test_a_model_saved_back_where_it_was_loaded_from_keeps_its_vocabulary_and_card(
         sample_vocab, tmp_path):
     """Saved back without spm_model into the directory it came from, a fine-tuned model lost
     spiece.model, tokenizer.json, tokenizer_config.json and albert_task.json."""
@@ -227,7 +227,7 @@ def test_item3_saved_back_where_it_was_loaded_from_it_keeps_its_vocabulary_and_c
     same_weights(AlbertForQuestionAnswering.from_pretrained(directory), model)
 
 
-def test_item3_a_new_vocabulary_replaces_the_old_ones_files_and_a_stale_card_goes(
+def test_a_new_vocabulary_replaces_the_old_ones_files_and_a_stale_card_is_removed(
         sample_vocab, tmp_path, caplog):
     """A new spm_model replaces every file of the old vocabulary; a task card that no longer
     describes the model saved (another vocabulary's, another head's) is removed, said in a
@@ -267,7 +267,8 @@ def test_item3_a_new_vocabulary_replaces_the_old_ones_files_and_a_stale_card_goe
     assert (directory / "notes.txt").read_text() == "mine"
 
 
-def test_item3_an_interrupted_save_leaves_the_previous_files_whole(saved, tmp_path, monkeypatch):
+def test_a_save_failing_part_way_leaves_the_previous_files_whole_and_no_new_dir(
+        saved, tmp_path, monkeypatch):
     """The weights write failing part way (a full disk): every file of the model saved before
     is as it was, and nothing of the attempt is left; into a new directory, no directory."""
     import safetensors.numpy
@@ -296,7 +297,7 @@ def test_item3_an_interrupted_save_leaves_the_previous_files_whole(saved, tmp_pa
                  AlbertForPreTraining.from_pretrained(saved))
 
 
-def test_item15_a_vocabulary_that_does_not_fit_the_model_is_refused_before_any_write(
+def test_a_vocabulary_that_does_not_fit_the_model_is_refused_before_any_write(
         sample_vocab, saved, tmp_path):
     """vocab_size 50 saved with the 2,000-piece vocabulary: transformers then failed with an
     IndexError. Refused as albert.export refuses the pair (one check), nothing written: the
@@ -331,7 +332,7 @@ def test_item15_a_vocabulary_that_does_not_fit_the_model_is_refused_before_any_w
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600)])
-def test_item10_every_exported_file_takes_the_umask(umask, mode, sample_vocab, tmp_path):
+def test_every_saved_file_the_weights_included_takes_the_umask(umask, mode, sample_vocab, tmp_path):
     """model.safetensors came out 0600 (safetensors writes through a temporary file) beside
     0644 files: a model server or a teammate could not read the weights."""
     from albert.io.pretrained import replace_pretrained
@@ -349,7 +350,7 @@ def test_item10_every_exported_file_takes_the_umask(umask, mode, sample_vocab, t
         assert "model.safetensors" in modes and set(modes.values()) == {mode}, modes
 
 
-def test_item9_a_config_json_that_is_not_utf8_is_the_toolkits_error(saved):
+def test_a_config_json_that_is_not_utf8_is_a_config_error_naming_the_byte(saved):
     from albert.errors import ConfigError
 
     text = (saved / "config.json").read_text()

@@ -57,7 +57,7 @@ def test_a_damaged_card_is_a_checkpoint_error_naming_the_file(content, message, 
     assert str(damaged.value).startswith(f"{card} (of the model {tmp_path}) {message}")
 
 
-def test_item17_the_card_keeps_the_labels_in_id_order_not_sorted(tmp_path):
+def test_the_card_keeps_the_labels_in_id_order_not_sorted(tmp_path):
     """Issue 34 item 17: labels in the id order --labels gave (not sorted: "pos" is id 0),
     from a run's recorded spec and from a written card alike."""
     labels = ["pos", "neg", "neutral"]
@@ -80,14 +80,14 @@ def test_item17_the_card_keeps_the_labels_in_id_order_not_sorted(tmp_path):
     ({"features": {"max_seq_length": "384"}}, '"features" "max_seq_length" must be a positive '
                                               'whole number, got the string "384"'),
 ])
-def test_item8_a_card_of_the_wrong_shape_is_a_checkpoint_error(card, message, tmp_path):
+def test_a_card_of_the_wrong_shape_is_a_checkpoint_error_naming_the_entry(card, message, tmp_path):
     write_task_card(str(tmp_path), card)
     with pytest.raises(CheckpointError) as wrong:
         read_task_card(str(tmp_path))
     assert str(wrong.value) == f"{tmp_path / TASK_FILE} (of the model {tmp_path}): {message}"
 
 
-def test_item8_a_run_record_whose_spec_is_not_an_object(tmp_path):
+def test_a_run_record_whose_spec_is_not_an_object_is_a_checkpoint_error(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"spec": "squad"}))
     with pytest.raises(CheckpointError, match="its 'spec' is a string, expected an object; it is "
                                               "the run record of the model"):

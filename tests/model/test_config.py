@@ -189,8 +189,8 @@ def _pretraining_cli(argv, timeout=300):
     ("json", {"layer_norm_eps": "1e-12"},
      "AlbertConfig.layer_norm_eps must be a number, got '1e-12' (a string)"),
 ])
-def test_item3_bad_config_values_are_one_line_errors_naming_the_field(source, value, message,
-                                                                       tmp_path):
+def test_bad_config_values_are_one_line_cli_errors_naming_the_field(source, value, message,
+                                                                    tmp_path):
     argv = ["--train_dir", "train", "--total_steps", "5", "--plan_only"]
     if source == "override":
         argv += ["--model_size", "tiny", "--config_override", value]
@@ -206,8 +206,8 @@ def test_item3_bad_config_values_are_one_line_errors_naming_the_field(source, va
 
 
 @pytest.mark.e2e
-def test_item3_config_override_false_builds_a_post_layer_norm_model(sample_records, sample_vocab,
-                                                                     tmp_path):
+def test_config_override_pre_layer_norm_false_builds_a_post_layer_norm_model(
+        sample_records, sample_vocab, tmp_path):
     """`pre_layer_norm=false` was the string "false", truthy: a pre-LayerNorm model (its final
     LayerNorm exported) with "pre_layer_norm": "false" in config.json."""
     from helpers import PREDS, SEQ
@@ -241,7 +241,7 @@ def test_item3_config_override_false_builds_a_post_layer_norm_model(sample_recor
     (dict(pad_token_id=-1), "pad_token_id must be an integer of at least 0"),
     (dict(num_attention_heads=True), "num_attention_heads must be a positive integer, got true"),
 ])
-def test_item3_every_field_is_type_and_range_checked(bad, message, tmp_path):
+def test_every_config_field_is_type_and_range_checked_in_code_and_in_json(bad, message, tmp_path):
     with pytest.raises(ValueError, match=message):
         AlbertConfig.from_preset("tiny", **bad)
     # The same value in a config.json: refused with the file's name.
@@ -252,7 +252,7 @@ def test_item3_every_field_is_type_and_range_checked(bad, message, tmp_path):
 
 
 
-def test_item3_override_words_are_config_json_values():
+def test_config_override_words_are_read_as_json_values():
     from albert.cli.flags import _parse_override
 
     assert _parse_override("pre_layer_norm=false") == ("pre_layer_norm", False)

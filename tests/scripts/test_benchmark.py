@@ -209,7 +209,7 @@ def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
     (["--max_seq_length", "1024"], "--max_seq_length must be within [3, 512]"),
     (["--model_size", "huge"], "--model_size 'huge' is unknown"),
 ])
-def test_item11_benchmark_bad_values_are_one_line_errors(flags, message, tmp_path):
+def test_benchmark_bad_values_are_one_line_errors_and_write_nothing(flags, message, tmp_path):
     """Issue 24 item 11: these were a ZeroDivisionError, a statistics error on no timings and
     a numpy traceback, after TensorFlow had started."""
     proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"),

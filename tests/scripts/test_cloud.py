@@ -169,7 +169,7 @@ def test_spot_needs_checkpoint_uri():
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("entry", ["run_pretraining", "run_squad", "run_classifier"])
-def test_item14_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
+def test_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
     """Issue 24 item 14: `--val_dir false` passed the launcher and the container dropped it
     (no validation). The launcher's request, then the container's entry script as the SageMaker
     toolkit calls it (`--name value` per hyperparameter), reach the trainer's parser as: a
@@ -568,7 +568,7 @@ def authorized(tmp_path):
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("first", ["leader", "worker"])
-def test_item10_entrypoint_worker_authorises_only_this_attempts_leader_key(first, tmp_path):
+def test_entrypoint_worker_authorises_only_this_attempts_leader_key(first, tmp_path):
     import time
 
     shared = tmp_path / "fsx" / ".albert-ssh" / "job"
@@ -602,7 +602,7 @@ def test_item10_entrypoint_worker_authorises_only_this_attempts_leader_key(first
 
 
 @pytest.mark.e2e
-def test_item10_entrypoint_worker_without_a_leader_gives_up(tmp_path):
+def test_entrypoint_worker_without_this_attempts_leader_key_gives_up(tmp_path):
     shared = tmp_path / "fsx" / ".albert-ssh" / "job"
     # A previous attempt's answer for algo-2, to a nonce of that attempt.
     (shared / "keys").mkdir(parents=True)
@@ -615,7 +615,7 @@ def test_item10_entrypoint_worker_without_a_leader_gives_up(tmp_path):
     assert not (tmp_path / "algo-2" / "ssh" / "authorized_keys").exists()
 
 
-def test_item15_launcher_closing_hints_are_shell_quoted(no_aws, monkeypatch, capsys):
+def test_launcher_closing_hints_are_shell_quoted(no_aws, monkeypatch, capsys):
     ls = load_launcher()
     monkeypatch.setattr(ls, "submit", lambda args, request: "local zone; echo hi")
     assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", *no_aws]) == 0
@@ -627,8 +627,7 @@ def test_item15_launcher_closing_hints_are_shell_quoted(no_aws, monkeypatch, cap
 # -- issue 34 items 2 and 9: where a fine-tune's outputs go; the launcher's own refusals ---------
 
 
-def test_item2_a_relative_output_path_is_said_to_go_to_the_jobs_model_directory(no_aws,
-                                                                                 capsys):
+def test_a_relative_output_path_is_said_to_go_to_the_jobs_model_directory(no_aws, capsys):
     """A relative --export_dir would be under the image's working directory, lost with the
     container: the launcher says where the job writes it (and what keeps it on FSx); one that
     climbs out of the model directory is refused. No output flag at all: nothing to say."""
@@ -654,7 +653,7 @@ def test_item2_a_relative_output_path_is_said_to_go_to_the_jobs_model_directory(
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_item2_the_launchers_request_run_by_the_entry_script_in_the_containers_environment(
+def test_a_launched_fine_tune_without_output_flags_writes_only_to_sm_model_dir(
         sample_vocab, tmp_path):
     """End to end: the launcher's --dry_run request, its hyperparameters given to the image's
     entry script as the toolkit gives them, with SM_MODEL_DIR set and a working directory of
@@ -697,7 +696,7 @@ def test_item2_the_launchers_request_run_by_the_entry_script_in_the_containers_e
     (["--overwrite_output_dir", "--checkpoint_dir", "/opt/ml/input/data/fsx/ckpt",
       "--overwrite_checkpoint_dir"], False),
 ])
-def test_item9_overwrite_output_dir_with_a_checkpoint_uri_never_blames_the_launchers_flag(
+def test_overwrite_output_dir_with_a_checkpoint_uri_never_blames_the_launchers_flag(
         extra, refused, no_aws, capsys):
     """--checkpoint_s3_uri makes the launcher set --checkpoint_dir /opt/ml/checkpoints; with
     --overwrite_output_dir the entry point's refusal of that combination was a FlagError
@@ -720,7 +719,7 @@ def test_item9_overwrite_output_dir_with_a_checkpoint_uri_never_blames_the_launc
         assert err == "" and json.loads(out)["HyperParameters"]["overwrite_output_dir"] == "True"
 
 
-def test_item9_a_combination_the_entry_point_refuses_is_one_line(no_aws, capsys):
+def test_a_flag_combination_the_entry_point_refuses_is_one_launcher_error(no_aws, capsys):
     """Any FlagError of the entry point's parser (here: --checkpoint_dir given apart from
     --output_dir with --overwrite_output_dir) is the launcher's one-line error, not a
     traceback."""
@@ -735,7 +734,7 @@ def test_item9_a_combination_the_entry_point_refuses_is_one_line(no_aws, capsys)
     assert len(err.splitlines()) == 1
 
 
-def test_item9_the_launcher_takes_verbose(no_aws, capsys):
+def test_the_launcher_passes_verbose_on_to_the_job(no_aws, capsys):
     """Every command takes --verbose: so does the launcher, for the job (docs/cloud.md)."""
     ls = load_launcher()
     assert ls.main(["--entry_point", "run_squad", "--train_file", "t.json", "--dry_run",
@@ -757,7 +756,8 @@ def test_item9_the_launcher_takes_verbose(no_aws, capsys):
     (["--output_dir=s3://bkt/year=2024/o"], "error: --output_dir s3://bkt/year=2024/o is a URL"),
     (["--export", "../srv"], "error: --export_dir ../srv leaves the job's model directory"),
 ])
-def test_item11_the_launcher_refuses_what_the_entry_refuses(output, line, no_aws, capsys):
+def test_the_launcher_refuses_the_output_paths_the_entry_script_refuses(output, line, no_aws,
+                                                                        capsys):
     """An S3 value for an output flag was called "relative" and only warned about; the
     launcher now refuses what the container's entry script would (the same rule), in one
     line, before anything is submitted."""
@@ -768,7 +768,7 @@ def test_item11_the_launcher_refuses_what_the_entry_refuses(output, line, no_aws
     assert out == "" and err.startswith(line) and len(err.splitlines()) == 1, err
 
 
-def test_item11_after_a_double_dash_every_argument_is_the_trainers(no_aws, capsys):
+def test_after_a_double_dash_every_argument_is_the_trainers(no_aws, capsys):
     """`launch_sagemaker.py <launcher flags> -- <trainer flags>`, as a command that runs another
     reads it, was "unknown flag(s) --, --output_dir (did you mean --output_dir?)"."""
     ls = load_launcher()
@@ -794,7 +794,7 @@ def test_item11_after_a_double_dash_every_argument_is_the_trainers(no_aws, capsy
         assert out == "" and err.startswith(message) and len(err.splitlines()) == 1, err
 
 
-def test_item11_no_flag_is_suggested_as_the_fix_for_itself():
+def test_no_refused_flag_is_suggested_as_the_fix_for_itself():
     """Whatever the trainer refuses, the hint never names the very flag refused."""
     ls = load_launcher()
     parser = ls._entry_module("run_squad").build_parser()

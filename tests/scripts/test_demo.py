@@ -80,16 +80,18 @@ FOLDERS = ("finetune", "finetune_tenth")
 
 
 def test_quick_demo_prints_the_comparison(quick_demo):
+    """Each part's report, read against the runs it reports: the demo's compares the fine-tunes
+    on all the training questions, the few-labels part's those and the tenth's, every figure and
+    verdict as the runs' files give them."""
     stdout, out = quick_demo
     demo, few_labels = stdout.split("=== a tenth of the labels")
     for part in (demo, few_labels):
         for line in ("=== pretrained vs from scratch", "MLM accuracy", "SOP accuracy",
-                     "=== all the training questions", "verdict:",
                      "=== the first 4 dev questions", f"picture: {out}"):
             assert line in part, f"missing {line!r} in the demo's output"
-    # The demo itself runs no few-labels fine-tune; its second part adds them to the report.
-    assert "=== a tenth of the training questions" not in demo
-    assert "=== a tenth of the training questions" in few_labels
+    assert check_report(demo, out) == ["all the training questions"]
+    assert check_report(few_labels, out) == ["all the training questions",
+                                             "a tenth of the training questions"]
     with open(os.path.join(out, "pretraining_pays.png"), "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -120,6 +122,150 @@ def _section(stdout: str, title: str) -> str:
     start = stdout.index(f"=== {title}")
     end = stdout.find("\n=== ", start + 1)
     return stdout[start:end if end > 0 else None]
+
+
+REPORTS = (("finetune", "all the training questions"),
+           ("finetune_tenth", "a tenth of the training questions"))
+
+
+def check_report(text: str, out: str) -> list[str]:
+    """Asserts that each comparison albert.demo.report printed in `text` (its last report) is
+    what the runs under the demo folder `out` wrote: the dev questions counted, each seed's F1
+    from both starts (eval_results.json) and their difference, the means, the seeds' spread, the
+    all-empty answers' F1 (the dev file's unanswerable share), a warning for each run that did
+    not learn to answer, and the verdict the report's rule gives those numbers. Returns the
+    titles of the comparisons it checked, in order."""
+    from albert.tasks.squad import against_empty_answers
+
+    text = text[text.rindex("=== pretrained vs from scratch"):]
+    with open(os.path.join(out, "squad_data", "dev-v2.0.json"), encoding="utf-8") as f:
+        questions = [qa for _, _, qa in _questions(json.load(f))]
+    empty = 100 * sum(qa["is_impossible"] for qa in questions) / len(questions)
+    near = lambda value: pytest.approx(value, abs=0.005 + 1e-9)  # noqa: E731  (printed .2f)
+    checked = []
+    for folder, title in REPORTS:
+        if f"=== {title}: " not in text:
+            continue
+        checked.append(title)
+        section = _section(text, title)
+        assert section.startswith(f"=== {title}: {len(questions)} dev questions,"), section
+        results = {}
+        for name in os.listdir(os.path.join(out, folder)):
+            run = re.fullmatch(r"(pretrained|scratch)-seed(\d+)", name)
+            if run:
+                with open(os.path.join(out, folder, name, "eval_results.json"),
+                          encoding="utf-8") as f:
+                    results[run[1], int(run[2])] = json.load(f)
+        assert all(r["total"] == len(questions) for r in results.values())
+        rows = re.findall(rf"^(\d+)\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}$", section, re.MULTILINE)
+        seeds = [int(row[0]) for row in rows]
+        assert seeds == sorted({seed for _, seed in results}) and len(seeds) >= 2, section
+        pretrained = [results["pretrained", seed]["f1"] for seed in seeds]
+        scratch = [results["scratch", seed]["f1"] for seed in seeds]
+        differences = [p - s for p, s in zip(pretrained, scratch, strict=True)]
+        for row, p, s in zip(rows, pretrained, scratch, strict=True):
+            assert [float(x) for x in row[1:]] == [near(p), near(s), near(p - s)], row
+        gain = sum(differences) / len(seeds)
+        spread = max(max(pretrained) - min(pretrained), max(scratch) - min(scratch))
+        assert _number(rf"^mean\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+\(seeds' spread "
+                       rf"{NUMBER} F1\)", section) == [
+            near(sum(pretrained) / len(seeds)), near(sum(scratch) / len(seeds)), near(gain),
+            near(spread)]
+        assert _number(rf"^all-empty answers {NUMBER} F1$", section) == [near(empty)]
+        unlearned = {key for key, r in results.items()
+                     if against_empty_answers(r["f1"], r.get("HasAns_f1", r["f1"]), empty,
+                                              r["total"])}
+        assert set(re.findall(r"^warning: the fine-tune from (\w+) \(seed (\d+)\)", section,
+                              re.MULTILINE)) == {(start, str(seed)) for start, seed in unlearned}
+        [verdict] = re.findall(r"^verdict: (.*)$", section, re.MULTILINE)
+        # The report's rule: no verdict from a run that did not learn to answer; a mean
+        # difference is read only beyond the bar (the spread, at least one question's worth),
+        # and a side only when every seed went that way.
+        bar = max(spread, 100 / len(questions))
+        if unlearned:
+            expected = "cannot tell: the fine-tune from "
+        elif abs(gain) <= bar:
+            expected = "cannot tell: "
+        elif gain > 0:
+            expected = "pretraining helped: " if min(differences) > 0 else "not shown: "
+        else:
+            expected = ("pretraining did not help here: " if max(differences) < 0 else
+                        "cannot tell: ")
+        assert verdict.startswith(expected), (expected, verdict)
+        assert unlearned or f"{gain:+.2f} F1 on average" in verdict, verdict
+    return checked
+
+
+def test_the_report_check_reads_a_report_against_its_runs(tmp_path, capsys):
+    """check_report on a hand-built demo folder (report.main's own output): it passes the
+    report as printed, and fails when a run's score, the verdict or a warning disagrees."""
+    from albert.demo import report
+
+    dev = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{
+        "context": "mira owns the boat.", "qas": [
+            {"id": f"q{i}", "question": f"who {i}?", "is_impossible": i % 4 == 3,
+             "answers": [] if i % 4 == 3 else [{"text": "mira", "answer_start": 0}]}
+            for i in range(8)]}]}]}
+    (tmp_path / "squad_data").mkdir()
+    (tmp_path / "squad_data" / "dev-v2.0.json").write_text(json.dumps(dev))
+    pre = tmp_path / "pretraining"
+    (pre / "logs").mkdir(parents=True)
+    (pre / "logs" / "metrics.jsonl").write_text("".join(
+        json.dumps({"split": split, "step": 10, "mlm_acc": 0.2, "sop_acc": 0.6}) + "\n"
+        for split in ("train", "val")))
+    (pre / "baselines.json").write_text(json.dumps({
+        "train": {"mlm_unigram_acc": 0.05, "pairs": 100},
+        "validation": {"mlm_unigram_acc": 0.05, "pairs": 100}}))
+    (pre / "seconds").write_text("5\n")
+
+    def runs(folder, table):
+        for (start, seed), f1 in table.items():
+            run = tmp_path / folder / f"{start}-seed{seed}"
+            (run / "logs").mkdir(parents=True)
+            (run / "eval_results.json").write_text(json.dumps({
+                "f1": f1, "exact": f1, "total": 8, "HasAns_f1": f1, "HasAns_total": 6,
+                "NoAns_total": 2}))
+            (run / "predictions.json").write_text(json.dumps({qa["id"]: "mira" for _, _, qa
+                                                              in _questions(dev)}))
+            (run / "logs" / "metrics.jsonl").write_text(
+                json.dumps({"split": "eval", "step": 5, "f1": f1}) + "\n")
+
+    # All the questions: a help beyond one question's worth (12.5 F1 of 8); the tenth: a run
+    # at the all-empty answers (25.00 F1), so no verdict.
+    runs("finetune", {("pretrained", 3): 80.0, ("pretrained", 4): 78.0, ("scratch", 3): 50.0,
+                      ("scratch", 4): 55.0})
+    runs("finetune_tenth", {("pretrained", 3): 60.0, ("pretrained", 4): 62.5,
+                            ("scratch", 3): 25.0, ("scratch", 4): 50.0})
+    (tmp_path / "finetune_tenth" / "scratch-seed3" / "eval_results.json").write_text(json.dumps(
+        {"f1": 25.0, "exact": 25.0, "total": 8, "HasAns_f1": 0.0, "HasAns_total": 6,
+         "NoAns_total": 2}))
+    assert report.main(["--demo_dir", str(tmp_path), "--seeds", "3", "4", "--no_picture"]) == 0
+    printed = "=== pretrained vs from scratch ===\n" + capsys.readouterr().out
+    assert "verdict: pretraining helped: " in printed
+    assert "verdict: cannot tell: the fine-tune from scratch (seed 3) learned nothing" in printed
+    assert check_report(printed, str(tmp_path)) == [title for _, title in REPORTS]
+
+    for wrong in (printed.replace("verdict: pretraining helped: +26.50",
+                                  "verdict: cannot tell: +26.50"),
+                  printed.replace(" 80.00 ", " 81.00 ", 1),
+                  re.sub(r"^warning: .*\n", "", printed, flags=re.MULTILINE)):
+        assert wrong != printed
+        with pytest.raises(AssertionError):
+            check_report(wrong, str(tmp_path))
+    # The tenth again, a gain of 5.00 beyond a spread of 1.00 but within one question's worth.
+    for (start, seed), f1 in {("pretrained", 3): 60.0, ("pretrained", 4): 61.0,
+                              ("scratch", 3): 55.0, ("scratch", 4): 56.0}.items():
+        (tmp_path / "finetune_tenth" / f"{start}-seed{seed}" / "eval_results.json").write_text(
+            json.dumps({"f1": f1, "exact": f1, "total": 8, "HasAns_f1": f1, "NoAns_total": 2}))
+    assert report.main(["--demo_dir", str(tmp_path), "--seeds", "3", "4", "--no_picture"]) == 0
+    again = "=== pretrained vs from scratch ===\n" + capsys.readouterr().out
+    assert "verdict: cannot tell: +5.00 F1 on average is within the seeds' spread of 1.00" in again
+    assert check_report(again, str(tmp_path)) == [title for _, title in REPORTS]
+    # A run's file that says another score than the report printed.
+    (tmp_path / "finetune" / "scratch-seed4" / "eval_results.json").write_text(json.dumps(
+        {"f1": 56.0, "exact": 56.0, "total": 8, "HasAns_f1": 56.0, "NoAns_total": 2}))
+    with pytest.raises(AssertionError):
+        check_report(printed, str(tmp_path))
 
 
 def test_quick_demo_fine_tunes_agree_with_what_they_wrote(quick_demo):

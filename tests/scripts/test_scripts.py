@@ -45,7 +45,7 @@ def value(argv, flag):
 
 
 @pytest.mark.e2e
-def test_item12_launch_scripts_quiet_tensorflows_start_up_lines_under_horovodrun():
+def test_launch_scripts_quiet_tensorflows_start_up_lines_under_horovodrun():
     """horovodrun's build checks import TensorFlow in subprocesses that print its INFO start-up
     lines, one set per check: the launch scripts' shared helpers drop INFO (warnings and errors
     stay), and a level the caller set is kept."""
@@ -124,8 +124,7 @@ def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_cor
 
 
 @pytest.mark.e2e
-def test_item13_scripts_resolve_relative_paths_against_the_callers_directory(sample_vocab,
-                                                                             tmp_path):
+def test_scripts_resolve_relative_paths_against_the_callers_directory(sample_vocab, tmp_path):
     """Relative DATA/VOCAB/RUN and CORPUS/VOCAB/OUT name the caller's files (the scripts `cd`ed
     to the checkout), quoted whole: a space neither splits CORPUS nor breaks the printed
     command, which a shell reads back as the same arguments."""

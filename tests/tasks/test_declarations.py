@@ -7,6 +7,7 @@ import math
 import pytest
 import tensorflow as tf
 
+from albert.eval.squad_scoring import evaluate
 from albert.io.savedmodel import model_class as export_class
 from albert.model.config import PRESETS, AlbertConfig
 from albert.model.heads import TASKS, task_name
@@ -14,7 +15,6 @@ from albert.tasks import LOOP_LOGGED
 from albert.tasks.classification import ClassifierOptions, ClassifierTask
 from albert.tasks.pretraining import TRAINING_METRICS as PRETRAINING_TRAINED
 from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
-from albert.tasks.squad import REPORTED as SQUAD_REPORTED
 from albert.tasks.squad import SquadOptions, SquadTask
 from albert.train.distributed import Distributed
 from albert.train.memory import choose_auto_batch
@@ -101,8 +101,29 @@ def test_every_task_has_one_name_and_the_table_says_what_pretraining_logs():
     assert task_name("qa") == "squad" and task_name("regression") == "classification"
 
 
-def test_the_in_run_squad_evaluation_logs_squads_scores():
-    assert PretrainingTask.logged["squad"] == SQUAD_REPORTED == SquadTask.logged["eval"]
+def test_the_squad_scores_declared_logged_are_the_ones_the_official_scoring_makes():
+    """The launcher reads a metric per declared name from run_squad's eval/ lines and from
+    pretraining's squad/ ones (SQuAD during pretraining logs the scores of a run_squad child):
+    each name is a score the scoring makes of a v1.1 or a v2.0 file, and every score it makes
+    is declared (counts and no-answer thresholds are not scores)."""
+    context = "mira owns the red boat."
+    v1 = {"version": "1.1", "data": [{"paragraphs": [{"context": context, "qas": [
+        {"id": "a", "question": "who owns it?", "answers": [{"text": "mira",
+                                                             "answer_start": 0}]}]}]}]}
+    v2 = {"version": "v2.0", "data": [{"paragraphs": [{"context": context, "qas": [
+        {"id": "a", "question": "who owns it?", "is_impossible": False,
+         "answers": [{"text": "mira", "answer_start": 0}]},
+        {"id": "b", "question": "who sold it?", "is_impossible": True, "answers": []}]}]}]}
+    made = {**evaluate(v1, {"a": "mira"}),
+            **evaluate(v2, {"a": "mira", "b": "boat"}, na_probs={"a": 0.1, "b": 0.9})}
+    scores = {name for name in made
+              if not name.endswith(("total", "_thresh")) and name != "missing_predictions"}
+    assert sorted(SquadTask.logged["eval"]) == sorted(scores)
+    assert PretrainingTask.logged["squad"] == SquadTask.logged["eval"]
+    # The values are scores, not counts: the v2.0 file's answered question right, its
+    # unanswerable one wrong unless the no-answer threshold drops the answer (best_*).
+    assert (made["exact_match"], made["HasAns_f1"], made["NoAns_f1"]) == (100.0, 100.0, 0.0)
+    assert (made["f1"], made["best_f1"]) == (50.0, 100.0)
 
 
 @pytest.mark.parametrize("kind", KINDS)
