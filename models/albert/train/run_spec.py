@@ -401,25 +401,25 @@ def _options_from(data, at: str):
     return _dataclass_from(_OPTIONS[data["class"]], data["values"], at)
 
 
-def _container_from(origin, args: tuple, data, at: str):
+def _container_from(origin, members: tuple, data, at: str):
     if not isinstance(data, origin):
         raise SpecError(f"{at}: expected {_type_name(origin)}, got {data!r:.80}")
     if origin is list:
-        return [_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data)] \
-            if args else list(data)
-    return {k: _from_data(args[1], v, f"{at}.{k}") for k, v in data.items()} \
-        if args else dict(data)
+        return [_from_data(members[0], v, f"{at}[{i}]") for i, v in enumerate(data)] \
+            if members else list(data)
+    return {k: _from_data(members[1], v, f"{at}.{k}") for k, v in data.items()} \
+        if members else dict(data)
 
 
-def _tuple_from(args: tuple, data, at: str) -> tuple:
+def _tuple_from(members: tuple, data, at: str) -> tuple:
     if not isinstance(data, list):
         raise SpecError(f"{at}: expected a list, got {data!r:.80}")
-    if len(args) == 2 and args[1] is Ellipsis:
-        return tuple(_from_data(args[0], v, f"{at}[{i}]") for i, v in enumerate(data))
-    if len(args) != len(data):
-        raise SpecError(f"{at}: expected {len(args)} items, got {len(data)}")
+    if len(members) == 2 and members[1] is Ellipsis:
+        return tuple(_from_data(members[0], v, f"{at}[{i}]") for i, v in enumerate(data))
+    if len(members) != len(data):
+        raise SpecError(f"{at}: expected {len(members)} items, got {len(data)}")
     return tuple(_from_data(a, v, f"{at}[{i}]")
-                 for i, (a, v) in enumerate(zip(args, data, strict=True)))
+                 for i, (a, v) in enumerate(zip(members, data, strict=True)))
 
 
 def _type_name(tp) -> str:
