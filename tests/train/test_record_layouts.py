@@ -5,6 +5,7 @@ with that record, resumed by start_state under the command that began it."""
 import pytest
 from helpers import make_trainer
 
+from albert.errors import CheckpointError
 from albert.io.run_record import Record, RunRecord
 from albert.model.config import AlbertConfig
 from albert.tasks.classification import ClassifierOptions
@@ -89,6 +90,30 @@ def test_first_spec_record_resumes(tmp_path, sample_vocab):
     how, _, after = _resume(tmp_path, old, now)
     assert how == "resumed" and after["spec"] == now
     assert "task" not in after and "labels" not in after  # stored once now, in the spec
+
+
+@pytest.mark.parametrize("proportion, resumes", [(0.2, True), (0.5, False)])
+def test_first_spec_record_of_a_warmup_proportion_resumes_under_that_proportion(
+        tmp_path, sample_vocab, proportion, resumes):
+    """19f56ad recorded a fine-tuner's --warmup_proportion as the number of updates it gave
+    (0.2 of 10: 2) and no proportion: the same command resumes it, another proportion is
+    another run."""
+    spec = RunSpec(task="squad", options=SquadOptions(), vocabulary=sample_vocab,
+                   data=Data(train="t"),
+                   optimization=Optimization(warmup_steps=None, warmup_proportion=proportion))
+    now = identity(spec, config=AlbertConfig.from_preset("tiny", vocab_size=2000),
+                   global_batch=8, total_steps=10, data=["t (1 bytes)"])
+    assert now["warmup_steps"] is None and now["warmup_proportion"] == proportion
+    first = {k: v for k, v in now.items() if k != "warmup_proportion"}
+    first["warmup_steps"] = 2
+    old = {"started_from": SCRATCH, "xla": XLA, "batch_plan": PLAN, "total_steps": 10,
+           "spec": first, "finished": False}
+    if resumes:
+        how, _, after = _resume(tmp_path, old, now)
+        assert how == "resumed" and after["spec"] == now
+    else:
+        with pytest.raises(CheckpointError, match="warmup"):
+            _resume(tmp_path, old, now)
 
 
 def test_spec_record_without_a_top_level_start_resumes(tmp_path, sample_vocab):

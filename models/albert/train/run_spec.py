@@ -585,8 +585,9 @@ def check_resume(previous: Record | dict | None, spec: dict, directory: str, ste
     if previous.spec is None:
         return resume_before_specs(previous, spec, directory, step)
     version = (previous.versions or {}).get(TOOLKIT)
-    refuse_unknown_settings(previous.spec, spec, directory, step, version)
-    refuse_differences(previous.spec, spec, directory, step)
+    recorded = first_spec_warmup(previous.spec, spec)
+    refuse_unknown_settings(recorded, spec, directory, step, version)
+    refuse_differences(recorded, spec, directory, step)
     ours = toolkit_version()
     if version and ours and _version_key(str(version)) > _version_key(ours):
         logger.warning("%s was recorded by %s %s, newer than this %s: resuming, as every "
@@ -597,6 +598,21 @@ def check_resume(previous: Record | dict | None, spec: dict, directory: str, ste
                        "--end_learning_rate over %s updates instead of %s (the run is at "
                        "update %d)", old, new, new, old, step)
     return spec
+
+
+def first_spec_warmup(recorded: dict, spec: dict) -> dict:
+    """The recorded spec as this version writes its warmup. The first spec (19f56ad) recorded
+    the warmup as a number of updates, resolved from --warmup_proportion and --total_steps, and
+    no proportion: the same run as a command whose proportion of the recorded --total_steps gives
+    that number."""
+    proportion = spec.get("warmup_proportion")
+    if "warmup_proportion" in recorded or spec.get("warmup_steps") is not None \
+            or proportion is None:
+        return recorded
+    total = recorded.get("total_steps")
+    if isinstance(total, int) and recorded.get("warmup_steps") == int(proportion * total):
+        return {**recorded, "warmup_steps": None, "warmup_proportion": proportion}
+    return recorded
 
 
 def resume_before_specs(previous: Record, spec: dict, directory: str, step: int) -> dict:
