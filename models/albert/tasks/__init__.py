@@ -11,6 +11,11 @@ classifier's regression is its options' kind, not another name), `synthetic_batc
 steps of --per_gpu_batch_size auto) and `logged` (the metrics its log lines carry, from which the
 SageMaker launcher makes its metric definitions). The layers below are handed these, never
 import them.
+
+Each task is two modules: what its command reads at its start, without TensorFlow (its options
+and its declaration, a Task subclass: albert.tasks.squad_options, albert.tasks.classifier_options,
+albert.tasks.pretraining_options), and the task that computes (albert.tasks.squad, ...), which
+extends the declaration and imports TensorFlow at its top. This package module imports none.
 """
 
 from __future__ import annotations
