@@ -267,7 +267,7 @@ def build_both(args, settings, start_dir: str):
     from albert.model.modeling import AlbertForPreTraining
     from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.train.distributed import Distributed
-    from albert.train.optimization import make_optimizer
+    from albert.train.optimization import make_optimizer, schedule
     from albert.train.run_spec import Optimization, check_fits
     from albert.train.trainer import Trainer
     from albert.train.xla_plan import XlaPlan
@@ -290,7 +290,7 @@ def build_both(args, settings, start_dir: str):
     trainer = Trainer(model, pretraining_loss,
                       make_optimizer(o.optimizer, model.trainable_variables, o.weight_decay,
                                      bias_correction=o.bias_correction),
-                      o.schedule(args.steps), Distributed(), metric_names=PRETRAINING_METRICS,
+                      schedule(o, args.steps), Distributed(), metric_names=PRETRAINING_METRICS,
                       accum_steps=1, precision="fp32", xla=XlaPlan(False, False, "--xla off"),
                       max_grad_norm=o.max_grad_norm, seed=args.seed)
 

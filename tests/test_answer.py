@@ -208,9 +208,10 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     post-processing), and those texts are whole words where the raw pieces were not."""
 
     from albert import answer
-    from albert.data import squad
+    from albert.data import squad, squad_records
     from albert.data.tokenization import load_tokenizer
-    from albert.tasks.squad import SquadOptions, score
+    from albert.tasks.squad import score
+    from albert.tasks.squad_options import SquadOptions
     from albert.train.run_spec import Data, Outputs, RunSpec
 
     _, dev = write_sample(str(tmp_path / "data"), "v2.0", train_questions=1, dev_questions=40,
@@ -222,7 +223,7 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
     features = squad.featurize(examples, tokenizer, settings, training=False)
     prefix = str(tmp_path / "cache")
-    squad.write_feature_cache(features, prefix)
+    squad_records.write_feature_cache(features, prefix)
     start, end = fake_logits([f.input_ids for f in features], None, None)
     results = {i: (start[i], end[i]) for i in range(len(features))}
     def squad_spec(threshold):

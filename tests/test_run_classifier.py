@@ -485,11 +485,11 @@ def test_a_second_run_on_an_output_dir_in_use_is_refused_before_featurizing(topi
 def test_feature_cache_temporaries_are_named_per_process(tmp_path):
     """Issue 34 item 10: two writers of one cache entry (runs sharing --cache_dir) never write
     into, or rename away, each other's temporary file."""
-    from albert.data import classification, squad
+    from albert.data import classification_records, squad_records
 
-    writers = {"classifier": lambda prefix: classification.write_feature_cache(
+    writers = {"classifier": lambda prefix: classification_records.write_feature_cache(
                    [], {"examples": 0}, prefix, regression=False),
-               "squad": lambda prefix: squad.write_feature_cache([], prefix)}
+               "squad": lambda prefix: squad_records.write_feature_cache([], prefix)}
     for name, write in writers.items():
         prefix = str(tmp_path / name)
         # In flight: the fixed names every writer used to share, and another writer's own.

@@ -54,7 +54,7 @@ from albert.io.pretrained import load_model, vocabulary_file
 from albert.io.weights import check_vocabulary
 from albert.model import MODEL_INPUTS
 from albert.model.config import AlbertConfig
-from albert.tasks.squad import VERSIONS
+from albert.tasks.squad_options import VERSIONS
 
 logger = logging.getLogger("albert.answer")
 

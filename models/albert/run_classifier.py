@@ -49,8 +49,13 @@ from albert.cli.resolve import (
 )
 from albert.data.classification import GLUE_TASKS, TASKS, Columns
 from albert.tasks import default_rate_help
-from albert.tasks.classification import FEATURES, REPORTED, ClassifierOptions, ClassifierTask
-from albert.tasks.runner import run_or_plan
+from albert.tasks.classifier_options import (
+    FEATURES,
+    REPORTED,
+    ClassifierDeclaration,
+    ClassifierOptions,
+)
+from albert.train.memory import print_plan
 from albert.train.run_spec import Data
 
 
@@ -92,7 +97,8 @@ def build_parser() -> Parser:
     add_export_flag(g, ask="python -m albert.classify")
     add_model_flags(p)
     add_training_flags(p, learning_rate=None, batch=32, optimizer="adamw", run_name="classifier",
-                       under_output_dir=True, learning_rate_help=default_rate_help(ClassifierTask))
+                       under_output_dir=True,
+                       learning_rate_help=default_rate_help(ClassifierDeclaration))
     p.set_defaults(warmup_steps=None, log_frequency=50)
     return p
 
@@ -154,7 +160,7 @@ def resolve(args):
         raise FlagError(f"--pad_to_multiple_of must be at least 1, got {args.pad_to_multiple_of}")
     options = task_options(args, features["max_seq_length"])
     spec = resolve_spec(
-        args, ClassifierTask.spec_task(options), options=options,
+        args, ClassifierDeclaration.spec_task(options), options=options,
         data=Data(train=args.train_file, eval=args.eval_file, predict=args.test_file))
     if args.plan_only:
         return spec
@@ -165,8 +171,16 @@ def resolve(args):
 
 
 def run(args) -> int:
-    """Train (with --train_file), then evaluate (--eval_file) and predict (--test_file)."""
-    return run_or_plan(ClassifierTask, resolve(args), plan_ranks(args))
+    """Train (with --train_file), then evaluate (--eval_file) and predict (--test_file); with
+    --plan_only, print the plan instead."""
+    spec = resolve(args)
+    if spec.plan_only:
+        return print_plan(spec, plan_ranks(args), head=ClassifierDeclaration.name)
+    # The runner and the task compute (TensorFlow): --help, a bad flag and --plan_only run
+    # without them.
+    from albert.tasks import classification, runner
+
+    return runner.run(classification.ClassifierTask, spec)
 
 
 def main(argv=None) -> int:

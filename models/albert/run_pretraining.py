@@ -22,8 +22,13 @@ from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_ma
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
 from albert.data.squad import SquadError, read_squad
 from albert.errors import FlagError
-from albert.tasks.pretraining import SQUAD_FLAGS, PretrainingOptions, PretrainingTask, squad_command
-from albert.tasks.runner import run_or_plan
+from albert.tasks.pretraining_options import (
+    SQUAD_FLAGS,
+    PretrainingDeclaration,
+    PretrainingOptions,
+    squad_command,
+)
+from albert.train.memory import print_plan
 from albert.train.run_spec import Data, check_fits, model_config
 
 
@@ -98,7 +103,7 @@ def resolve(args):
         **{name: getattr(args, name) for name in (
             "max_seq_length", "max_predictions_per_seq", "shuffle_buffer", "filesystem_prefix",
             "skip_corrupt_records", "validation_frequency", "squad_frequency")}, **squad)
-    spec = resolve_spec(args, PretrainingTask.spec_task(options), options=options,
+    spec = resolve_spec(args, PretrainingDeclaration.spec_task(options), options=options,
                         data=Data(train=args.train_dir, val=args.val_dir))
     if squad and not args.plan_only:
         check_squad(spec)
@@ -110,8 +115,8 @@ NOT_GIVEN = object()
 
 def check_squad(spec) -> None:
     """--squad_frequency's SQuAD runs, checked before any pretraining: the first one's command
-    line (albert.tasks.pretraining.squad_command) parsed and resolved by run_squad as it would
-    be, and its files read. Everything that would fail each evaluation is refused now, by its
+    line (albert.tasks.pretraining_options.squad_command) parsed and resolved by run_squad as it
+    would be, and its files read. Everything that would fail each evaluation is refused now, by its
     --squad_* name: a value run_squad refuses, windows that leave no room for context or that
     this run's model has no positions for, files that are not SQuAD JSON (or hold no
     questions)."""
@@ -151,7 +156,15 @@ def squad_names(message: str) -> str:
 
 
 def run(args) -> int:
-    return run_or_plan(PretrainingTask, resolve(args), plan_ranks(args))
+    """Pretrain; with --plan_only, print the plan instead."""
+    spec = resolve(args)
+    if spec.plan_only:
+        return print_plan(spec, plan_ranks(args), head=PretrainingDeclaration.name)
+    # The runner and the task compute (TensorFlow): --help, a bad flag and --plan_only run
+    # without them.
+    from albert.tasks import pretraining, runner
+
+    return runner.run(pretraining.PretrainingTask, spec)
 
 
 def main(argv=None) -> int:

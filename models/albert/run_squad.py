@@ -39,8 +39,14 @@ from albert.cli.resolve import (
 )
 from albert.data.squad import FeatureSettings
 from albert.tasks import default_rate_help
-from albert.tasks.runner import run_or_plan
-from albert.tasks.squad import REPORTED, VERSIONS, WINDOWS, SquadOptions, SquadTask
+from albert.tasks.squad_options import (
+    REPORTED,
+    VERSIONS,
+    WINDOWS,
+    SquadDeclaration,
+    SquadOptions,
+)
+from albert.train.memory import print_plan
 from albert.train.run_spec import Data
 
 
@@ -69,7 +75,8 @@ def build_parser() -> Parser:
     add_export_flag(g, ask="python -m albert.answer")
     add_model_flags(p)
     add_training_flags(p, learning_rate=None, batch=24, optimizer="adamw", run_name="squad",
-                       under_output_dir=True, learning_rate_help=default_rate_help(SquadTask))
+                       under_output_dir=True,
+                       learning_rate_help=default_rate_help(SquadDeclaration))
     p.set_defaults(warmup_steps=None, log_frequency=50)
     return p
 
@@ -98,7 +105,7 @@ def resolve(args):
         max_answer_length=args.max_answer_length,
         null_score_diff_threshold=args.null_score_diff_threshold,
         eval_batch_size=args.eval_batch_size)
-    spec = resolve_spec(args, SquadTask.spec_task(options), options=options,
+    spec = resolve_spec(args, SquadDeclaration.spec_task(options), options=options,
                         data=Data(train=args.train_file, predict=args.predict_file))
     if args.plan_only:
         return spec
@@ -110,8 +117,16 @@ def resolve(args):
 
 
 def run(args) -> int:
-    """Train (with --train_file), then predict and score (with --predict_file)."""
-    return run_or_plan(SquadTask, resolve(args), plan_ranks(args))
+    """Train (with --train_file), then predict and score (with --predict_file); with --plan_only,
+    print the plan instead."""
+    spec = resolve(args)
+    if spec.plan_only:
+        return print_plan(spec, plan_ranks(args), head=SquadDeclaration.name)
+    # The runner and the task compute (TensorFlow): --help, a bad flag and --plan_only run
+    # without them.
+    from albert.tasks import runner, squad
+
+    return runner.run(squad.SquadTask, spec)
 
 
 def main(argv=None) -> int:

@@ -25,7 +25,7 @@ from albert.eval.squad_scoring import (
     evaluate,
     question_ids,
 )
-from albert.tasks.squad import VERSIONS
+from albert.tasks.squad_options import VERSIONS
 
 
 def _load_json(path: str, what: str):

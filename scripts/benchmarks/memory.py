@@ -69,8 +69,10 @@ def auto_micro_batch(args, model, xla_gradient: bool, device: str) -> dict:
     trial steps (while this run's weights, gradients and optimizer slots are held), else from the
     plan against --memory_budget_gb or the available memory."""
     from albert.tasks.losses import pretraining_loss
-    from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
-    from albert.train.memory import micro_batch_trial, resolve_auto_batch
+    from albert.tasks.pretraining import PretrainingTask
+    from albert.tasks.pretraining_options import PretrainingOptions
+    from albert.train.auto_batch import micro_batch_trial
+    from albert.train.memory import resolve_auto_batch
     from albert.train.run_spec import Batching, Execution, RunSpec
 
     spec = RunSpec(

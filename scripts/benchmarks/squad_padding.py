@@ -17,7 +17,7 @@ def squad_padding_set(args, tmp: str):
     import random
 
     from albert import train_tokenizer
-    from albert.data import squad
+    from albert.data import squad, squad_records
     from albert.data.tokenization import load_tokenizer
     from albert.demo import squad_sample
     from albert.demo.sample import write_corpus
@@ -37,10 +37,10 @@ def squad_padding_set(args, tmp: str):
     examples, _, _ = squad.read_squad(path)
     settings = squad.FeatureSettings(args.max_seq_length, 128, 64)
     dev = squad.featurize(examples, tokenizer, settings, training=False)
-    squad.write_feature_cache(dev, os.path.join(tmp, "dev"))
+    squad_records.write_feature_cache(dev, os.path.join(tmp, "dev"))
     train = squad.featurize(examples, tokenizer, settings, training=True)
     random.Random(1).shuffle(train)  # as run_squad caches its training windows
-    squad.write_feature_cache(train, os.path.join(tmp, "train"))
+    squad_records.write_feature_cache(train, os.path.join(tmp, "train"))
     return tokenizer, dev, os.path.join(tmp, "dev"), os.path.join(tmp, "train")
 
 
@@ -52,7 +52,7 @@ def bench_squad_padding(args) -> dict:
     import tensorflow as tf
 
     from albert.cli.resolve import xla_plan_from_flags
-    from albert.data import squad
+    from albert.data import squad, squad_records
     from albert.model.config import AlbertConfig
     from albert.model.modeling import AlbertForQuestionAnswering
     from albert.tasks.losses import SQUAD_METRICS, squad_loss
@@ -79,8 +79,8 @@ def bench_squad_padding(args) -> dict:
             out = model({k: batch[k] for k in inputs}, training=False)
             return out["start_logits"], out["end_logits"]
 
-        predict_batches = {p: list(squad.prediction_batches(dev_prefix, args.squad_predict_batch,
-                                                            seq, p)) for p in paddings}
+        predict_batches = {p: list(squad_records.prediction_batches(
+            dev_prefix, args.squad_predict_batch, seq, p)) for p in paddings}
 
         def predict(padding):
             for batch in predict_batches[padding]:
@@ -91,7 +91,7 @@ def bench_squad_padding(args) -> dict:
                           lambda step: 1e-5, dist, metric_names=SQUAD_METRICS,
                           accum_steps=accum, precision=args.precision, xla=xla)
         trainer.broadcast_state()
-        streams = {p: iter(squad.training_batches(train_prefix, micro, accum, seq, seed=1,
+        streams = {p: iter(squad_records.training_batches(train_prefix, micro, accum, seq, seed=1,
                                                   padding=p)) for p in paddings}
         widths = {p: collections.Counter() for p in paddings}
         real = {p: 0 for p in paddings}
@@ -107,7 +107,7 @@ def bench_squad_padding(args) -> dict:
 
         # Compile every shape before timing: a prediction pass, and an update at every length
         # a bucket can have (the first max-padded update cut to it; labels past it -> 0).
-        first = next(iter(squad.training_batches(train_prefix, micro, accum, seq, seed=2,
+        first = next(iter(squad_records.training_batches(train_prefix, micro, accum, seq, seed=2,
                                                  padding="max")))
         for width in sorted({squad.padded_length(n, seq) for n in range(1, seq + 1)}):
             cut = {k: v[..., :width] if v.shape.rank == 3 else v for k, v in first.items()}

@@ -13,6 +13,7 @@ from albert.data.classification import (
     Columns,
     read_examples,
 )
+from albert.data.classification_records import feature_dataset, write_feature_cache
 
 
 def write(path, text):
@@ -229,9 +230,9 @@ def test_batches_are_padded_to_their_longest(tokenizer, tmp_path, padding, multi
     examples = [data.Example(i, i + 2, "word " * n, None, str(i % 2))
                 for i, n in enumerate([3, 9, 5, 2])]
     features, stats = data.featurize(examples, [0, 1, 0, 1], tokenizer, 40)
-    data.write_feature_cache(features, stats, str(tmp_path / "f"), regression=False)
+    write_feature_cache(features, stats, str(tmp_path / "f"), regression=False)
     assert data.read_feature_meta(str(tmp_path / "f"))["examples"] == 4
-    records, parse = data.feature_dataset(str(tmp_path / "f"), False, 40, padding, multiple)
+    records, parse = feature_dataset(str(tmp_path / "f"), False, 40, padding, multiple)
     batch = parse(next(iter(records.batch(4))))
     lengths = [len(f.input_ids) for f in features]
     assert max(lengths) == 11
@@ -247,8 +248,8 @@ def test_batches_are_padded_to_their_longest(tokenizer, tmp_path, padding, multi
 
 def test_regression_labels_are_float(tokenizer, tmp_path):
     features, stats = data.featurize([data.Example(0, 2, "a b", "c", "3.2")], [3.2], tokenizer, 16)
-    data.write_feature_cache(features, stats, str(tmp_path / "r"), regression=True)
-    records, parse = data.feature_dataset(str(tmp_path / "r"), True, 16)
+    write_feature_cache(features, stats, str(tmp_path / "r"), regression=True)
+    records, parse = feature_dataset(str(tmp_path / "r"), True, 16)
     batch = parse(next(iter(records.batch(1))))
     assert batch["labels"].dtype.name == "float32"
     assert float(batch["labels"][0]) == pytest.approx(3.2)

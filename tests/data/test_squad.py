@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from albert.data import squad
+from albert.data import squad, squad_records
 from albert.data.tokenization import load_tokenizer
 from albert.demo.squad_sample import write_sample
 
@@ -129,8 +129,8 @@ def test_cache_round_trip_and_key(tokenizer, sample_vocab, tmp_path):
     key = squad.cache_key(train, settings, sample_vocab, True)
     assert key != squad.cache_key(train, squad.FeatureSettings(256, 64, 32), sample_vocab, True)
     prefix = str(tmp_path / f"cache.{key}")
-    squad.write_feature_cache(features, prefix)
-    records, parse = squad.feature_dataset(prefix, 128)
+    squad_records.write_feature_cache(features, prefix)
+    records, parse = squad_records.feature_dataset(prefix, 128)
     batch = parse(next(iter(records.batch(len(features)))))
     assert batch["input_ids"].shape == (len(features), 128)
     assert list(batch["start_positions"].numpy()) == [f.start_position for f in features]

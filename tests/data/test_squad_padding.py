@@ -8,6 +8,12 @@ import pytest
 import tensorflow as tf
 
 from albert.data import squad
+from albert.data.squad_records import (
+    feature_dataset,
+    prediction_batches,
+    training_batches,
+    write_feature_cache,
+)
 from albert.data.tokenization import load_tokenizer
 from albert.demo.squad_sample import write_sample
 
@@ -28,7 +34,7 @@ def cache(sample_vocab, tmp_path_factory):
         examples, _, _ = squad.read_squad(path)
         features = squad.featurize(examples, tokenizer, SETTINGS, training)
         prefix = str(out / name)
-        squad.write_feature_cache(features, prefix)
+        write_feature_cache(features, prefix)
         prefixes[name] = (examples, features, prefix)
     return prefixes
 
@@ -38,14 +44,14 @@ def test_cache_keeps_each_windows_real_length(cache):
     lengths = [f.length for f in features]
     assert len({squad.padded_length(n, SEQ, BUCKET) for n in lengths}) >= 4  # several buckets
     assert [m["length"] for m in squad.read_feature_meta(prefix)] == lengths
-    records, parse = squad.feature_dataset(prefix, SEQ)  # padding "max": as before
+    records, parse = feature_dataset(prefix, SEQ)  # padding "max": as before
     full = parse(next(iter(records.batch(len(features)))))
     assert full["input_ids"].shape == (len(features), SEQ)
     assert full["input_ids"].numpy().tolist() == [f.input_ids for f in features]
     assert full["attention_mask"].numpy().tolist() == [f.attention_mask for f in features]
     assert full["token_type_ids"].numpy().tolist() == [f.token_type_ids for f in features]
     # Batch padding: the batch's longest, rounded up to the bucket; the same values before it.
-    records, parse = squad.feature_dataset(prefix, SEQ, "batch", BUCKET)
+    records, parse = feature_dataset(prefix, SEQ, "batch", BUCKET)
     batch = parse(next(iter(records.batch(5))))
     width = squad.padded_length(max(lengths[:5]), SEQ, BUCKET)
     assert batch["input_ids"].shape == (5, width)
@@ -61,7 +67,7 @@ def test_prediction_batches_every_window_once_in_bucketed_shapes(cache, size):
     seen = []
     for rank in range(size):
         shapes = set()
-        batches = list(squad.prediction_batches(prefix, 8, SEQ, "batch", BUCKET, rank, size))
+        batches = list(prediction_batches(prefix, 8, SEQ, "batch", BUCKET, rank, size))
         for batch in batches:
             index = batch["feature_index"].numpy()
             width = batch["input_ids"].shape[1]
@@ -79,7 +85,7 @@ def test_prediction_batches_every_window_once_in_bucketed_shapes(cache, size):
             b["feature_index"].numpy().tolist() for b in batches]
     assert sorted(seen) == list(range(len(features)))
     # padding "max": consecutive windows at max_seq_length, as run_squad always batched.
-    batches = list(squad.prediction_batches(prefix, 8, SEQ, "max", BUCKET))
+    batches = list(prediction_batches(prefix, 8, SEQ, "max", BUCKET))
     assert {b["input_ids"].shape[1] for b in batches} == {SEQ}
     assert np.concatenate([b["feature_index"] for b in batches]).tolist() == list(
         range(len(features)))
@@ -98,7 +104,7 @@ def test_predictions_equal_between_paddings(cache):
 
     def predict(padding):
         results, widths = {}, set()
-        for batch in squad.prediction_batches(prefix, 16, SEQ, padding, BUCKET):
+        for batch in prediction_batches(prefix, 16, SEQ, padding, BUCKET):
             out = model({k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")})
             widths.add(batch["input_ids"].shape[1])
             results.update(squad.real_logits(batch["feature_index"], batch["attention_mask"],
@@ -144,7 +150,7 @@ def same(a, b):
 def updates(prefix, n, **kw):
     args = {"micro_batch": 4, "accumulation": 2, "max_seq_length": SEQ, "seed": 7,
             "bucket": BUCKET, "window": 4, **kw}
-    return take(squad.training_batches(prefix, **args), n)
+    return take(training_batches(prefix, **args), n)
 
 
 def test_training_updates_share_a_bucketed_length_in_shuffled_order(cache):
@@ -219,16 +225,16 @@ def test_saved_iterator_and_replay_continue_exactly(cache, padding, tmp_path):
     _, _, prefix = cache["train"]
     args = {"micro_batch": 4, "accumulation": 2, "max_seq_length": SEQ, "seed": 7,
             "bucket": BUCKET, "window": 4, "padding": padding}
-    straight = take(squad.training_batches(prefix, **args), 12)
-    it = iter(squad.training_batches(prefix, **args))
+    straight = take(training_batches(prefix, **args), 12)
+    it = iter(training_batches(prefix, **args))
     for _ in range(5):
         next(it)
     path = tf.train.Checkpoint(iterator=it).write(str(tmp_path / "input"))
-    restored = iter(squad.training_batches(prefix, **args))
+    restored = iter(training_batches(prefix, **args))
     tf.train.Checkpoint(iterator=restored).read(path).assert_consumed()
     after = [{k: v.numpy() for k, v in next(restored).items()} for _ in range(7)]
     assert same(after, straight[5:])
-    replayed = take(squad.training_batches(prefix, **args, skip_records=5 * 8), 7)
+    replayed = take(training_batches(prefix, **args, skip_records=5 * 8), 7)
     assert same(replayed, straight[5:])
 
 
@@ -238,9 +244,9 @@ def test_training_and_prediction_start_no_autotuning_thread(cache, padding):
     minute: a fine-tune stalled that long as its training stream went, in 5 of 20 runs."""
     _, _, train = cache["train"]
     _, _, dev = cache["dev"]
-    stream = squad.training_batches(train, 4, 2, SEQ, seed=7, padding=padding, bucket=BUCKET,
+    stream = training_batches(train, 4, 2, SEQ, seed=7, padding=padding, bucket=BUCKET,
                                     window=4)
-    batches = squad.prediction_batches(dev, 8, SEQ, padding, BUCKET)
+    batches = prediction_batches(dev, 8, SEQ, padding, BUCKET)
     for ds in (stream, batches):
         assert ds.options().autotune.enabled is False
 

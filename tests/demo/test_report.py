@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from albert.demo import report
-from albert.tasks.squad import AT_EMPTY, BELOW_EMPTY
+from albert.tasks.squad_options import AT_EMPTY, BELOW_EMPTY
 
 NUMBER = r"([-+]?\d+\.\d+)"
 

@@ -91,7 +91,7 @@ def test_every_entry_a_record_holds_is_one_the_check_knows():
     import dataclasses
 
     from albert.io.run_record import Record
-    from albert.train.run_spec import environment
+    from albert.tasks.runner import environment
 
     held = {f.name for f in dataclasses.fields(Record)} - {"extra"}
     assert held == set(RECORD_ENTRIES)

@@ -244,9 +244,9 @@ def test_run_classifier_is_an_entry_point(tmp_path):
     assert os.listdir(tmp_path) == []  # a plan: nothing trained, nothing written
 
 
-ENTRY_TASKS = {"run_pretraining": ("albert.tasks.pretraining", "PretrainingTask"),
-               "run_squad": ("albert.tasks.squad", "SquadTask"),
-               "run_classifier": ("albert.tasks.classification", "ClassifierTask")}
+ENTRY_TASKS = {"run_pretraining": ("albert.tasks.pretraining_options", "PretrainingDeclaration"),
+               "run_squad": ("albert.tasks.squad_options", "SquadDeclaration"),
+               "run_classifier": ("albert.tasks.classifier_options", "ClassifierDeclaration")}
 
 
 def logged_lines(task, order, capsys) -> tuple[str, dict]:

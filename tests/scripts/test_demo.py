@@ -135,7 +135,7 @@ def check_report(text: str, out: str) -> list[str]:
     all-empty answers' F1 (the dev file's unanswerable share), a warning for each run that did
     not learn to answer, and the verdict the report's rule gives those numbers. Returns the
     titles of the comparisons it checked, in order."""
-    from albert.tasks.squad import against_empty_answers
+    from albert.tasks.squad_options import against_empty_answers
 
     text = text[text.rindex("=== pretrained vs from scratch"):]
     with open(os.path.join(out, "squad_data", "dev-v2.0.json"), encoding="utf-8") as f:

@@ -7,12 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from albert.tasks.classification import (
-    ClassifierOptions,
-    ClassifierTask,
-    score,
-    write_predictions,
-)
+from albert.tasks.classification import ClassifierTask, score, write_predictions
+from albert.tasks.classifier_options import ClassifierOptions
 from albert.train.run_spec import Data, Outputs, RunSpec
 
 

@@ -12,12 +12,15 @@ from albert.io.savedmodel import model_class as export_class
 from albert.model.config import PRESETS, AlbertConfig
 from albert.model.heads import TASKS, task_name
 from albert.tasks import LOOP_LOGGED
-from albert.tasks.classification import ClassifierOptions, ClassifierTask
-from albert.tasks.pretraining import TRAINING_METRICS as PRETRAINING_TRAINED
-from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
-from albert.tasks.squad import SquadOptions, SquadTask
+from albert.tasks.classification import ClassifierTask
+from albert.tasks.classifier_options import ClassifierOptions
+from albert.tasks.pretraining import PretrainingTask
+from albert.tasks.pretraining_options import TRAINING_METRICS as PRETRAINING_TRAINED
+from albert.tasks.pretraining_options import PretrainingOptions
+from albert.tasks.squad import SquadTask
+from albert.tasks.squad_options import SquadOptions
+from albert.train.auto_batch import choose_auto_batch
 from albert.train.distributed import Distributed
-from albert.train.memory import choose_auto_batch
 from albert.train.memory_plan import HEADS, parameter_count
 from albert.train.run_spec import Batching, RunSpec
 

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from albert.tasks import Evaluation, Task, cached_features, inference_fn
+from albert.tasks import Evaluation, Task, cached_features
+from albert.tasks.inference import inference_fn
 from albert.train.distributed import Distributed
 
 

@@ -9,7 +9,8 @@ import tensorflow as tf
 from helpers import PREDS, SEQ
 
 from albert.errors import DataError
-from albert.tasks.pretraining import PretrainingOptions, PretrainingTask, unigram_mlm_accuracy
+from albert.tasks.pretraining import PretrainingTask, unigram_mlm_accuracy
+from albert.tasks.pretraining_options import PretrainingOptions
 from albert.train.distributed import Distributed
 from albert.train.run_spec import Batching, Data, Optimization, Outputs, RunSpec
 

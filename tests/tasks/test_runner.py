@@ -14,9 +14,10 @@ import types
 
 import pytest
 
+from albert.cli.resolve import check_keep_best
 from albert.errors import FlagError
 from albert.tasks import Evaluation, Task, runner
-from albert.tasks.classification import ClassifierOptions
+from albert.tasks.classifier_options import ClassifierOptions
 from albert.tasks.pretraining import PretrainingTask
 from albert.train.distributed import Distributed
 from albert.train.run_spec import Data, Execution, Optimization, Outputs, RunSpec
@@ -39,14 +40,14 @@ def classifier_spec(tmp_path, sample_vocab, keep_best=None, **changes):
 
 def test_keep_best_is_checked_before_any_work(tmp_path, sample_vocab):
     spec = classifier_spec(tmp_path, sample_vocab, "mcc")
-    runner.check_keep_best(spec, ("accuracy", "mcc", "loss"), "dev.tsv", "--eval_file")
+    check_keep_best(spec, ("accuracy", "mcc", "loss"), "dev.tsv", "--eval_file")
     with pytest.raises(FlagError, match="--keep_best mcc is no metric this evaluation reports; "
                                         "one of accuracy, loss"):
-        runner.check_keep_best(spec, ("accuracy", "loss"), "dev.tsv", "--eval_file")
+        check_keep_best(spec, ("accuracy", "loss"), "dev.tsv", "--eval_file")
     with pytest.raises(FlagError, match="--keep_best mcc needs --eval_file to evaluate"):
-        runner.check_keep_best(spec, ("mcc",), None, "--eval_file")
+        check_keep_best(spec, ("mcc",), None, "--eval_file")
     plain = classifier_spec(tmp_path, sample_vocab)
-    runner.check_keep_best(plain, (), None, "--eval_file")  # not asked: nothing to check
+    check_keep_best(plain, (), None, "--eval_file")  # not asked: nothing to check
 
 
 def test_keep_best_keeps_only_an_improvement_and_records_it(tmp_path, sample_vocab, monkeypatch):
@@ -387,9 +388,6 @@ def _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, loop_status, sc
     import contextlib
     import io
 
-    import albert.train.loop
-    import albert.train.run_logging
-
     tmp_path.mkdir(exist_ok=True)
     spec = classifier_spec(tmp_path, sample_vocab)
     trainer = types.SimpleNamespace(step=0, iterations=0)
@@ -416,8 +414,8 @@ def _run_with_fake_training(monkeypatch, tmp_path, sample_vocab, loop_status, sc
     monkeypatch.setattr(runner, "log_start", lambda *a: None)
     monkeypatch.setattr(runner, "save_final", lambda *a: None)
     monkeypatch.setattr(runner, "mark_finished", lambda *a: None)
-    monkeypatch.setattr(albert.train.loop, "fit", fit)
-    monkeypatch.setattr(albert.train.run_logging, "MetricsLogger", _Quiet)
+    monkeypatch.setattr(runner, "fit", fit)
+    monkeypatch.setattr(runner, "MetricsLogger", _Quiet)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         status = runner._run(Task(spec), Distributed(), time.time())

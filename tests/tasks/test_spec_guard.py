@@ -13,7 +13,8 @@ import json
 import pytest
 
 from albert.tasks import runner
-from albert.tasks.classification import ClassifierOptions, ClassifierTask
+from albert.tasks.classification import ClassifierTask
+from albert.tasks.classifier_options import ClassifierOptions
 from albert.train.run_spec import (
     Batching,
     Data,

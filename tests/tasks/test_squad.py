@@ -3,11 +3,11 @@ and the all-empty-answers baseline scored by the official rules of each version.
 
 import pytest
 
-from albert.tasks.squad import (
+from albert.tasks.squad import SquadTask
+from albert.tasks.squad_options import (
     AT_EMPTY,
     BELOW_EMPTY,
     SquadOptions,
-    SquadTask,
     against_empty_answers,
     empty_answer_noise,
 )

@@ -8,8 +8,8 @@ from helpers import make_trainer
 from albert.errors import CheckpointError
 from albert.io.run_record import Record, RunRecord
 from albert.model.config import AlbertConfig
-from albert.tasks.classification import ClassifierOptions
-from albert.tasks.squad import SquadOptions
+from albert.tasks.classifier_options import ClassifierOptions
+from albert.tasks.squad_options import SquadOptions
 from albert.train.checkpoint_store import CheckpointStore
 from albert.train.distributed import Distributed
 from albert.train.run_dir import start_state

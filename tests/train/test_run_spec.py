@@ -178,9 +178,9 @@ def test_each_runner_resolves_its_flags_into_one_frozen_typed_spec(sample_vocab,
 
     from albert import run_classifier, run_pretraining, run_squad
     from albert.data.classification import Columns
-    from albert.tasks.classification import ClassifierOptions
-    from albert.tasks.pretraining import PretrainingOptions
-    from albert.tasks.squad import SquadOptions
+    from albert.tasks.classifier_options import ClassifierOptions
+    from albert.tasks.pretraining_options import PretrainingOptions
+    from albert.tasks.squad_options import SquadOptions
     from albert.train.run_spec import Data, RunSpec
 
     for name in ("train.json", "train.tsv", "dev.tsv"):
@@ -243,7 +243,7 @@ def test_the_recorded_identity_holds_everything_that_decides_the_trajectory(samp
     import dataclasses
 
     from albert.model.config import AlbertConfig
-    from albert.tasks.squad import SquadOptions
+    from albert.tasks.squad_options import SquadOptions
     from albert.train.run_spec import (
         Execution,
         ModelSource,
@@ -302,7 +302,7 @@ def test_the_record_names_the_toolkit_version_and_a_newer_ones_settings_are_name
     which version resumes it, not "resume it with the recorded settings" (no flag gives them)."""
     import importlib.metadata as md
 
-    from albert.train.run_spec import environment
+    from albert.tasks.runner import environment
 
     assert environment()["versions"][TOOLKIT] == md.version("albert-tf") == toolkit_version()
     spec = {"task": "squad", "features": {"max_seq_length": 64}, "learning_rate": 1e-3}
@@ -355,9 +355,9 @@ def test_a_run_recorded_by_the_dict_layout_resumes_under_the_typed_options(sampl
     options resumes, and a changed identity field is still named."""
     from albert.data.classification import Columns
     from albert.model.config import AlbertConfig
-    from albert.tasks.classification import ClassifierOptions
-    from albert.tasks.pretraining import PretrainingOptions
-    from albert.tasks.squad import SquadOptions
+    from albert.tasks.classifier_options import ClassifierOptions
+    from albert.tasks.pretraining_options import PretrainingOptions
+    from albert.tasks.squad_options import SquadOptions
     from albert.train.run_spec import Data, RunSpec, identity
 
     # As the dict layout recorded them (spec.features, spec.labels of run.json), for runs
@@ -402,9 +402,9 @@ def test_each_task_option_says_whether_it_is_the_runs():
     """What run.json records and a resume compares is declared on the options' fields."""
     import dataclasses
 
-    from albert.tasks.classification import ClassifierOptions
-    from albert.tasks.pretraining import PretrainingOptions
-    from albert.tasks.squad import SquadOptions
+    from albert.tasks.classifier_options import ClassifierOptions
+    from albert.tasks.pretraining_options import PretrainingOptions
+    from albert.tasks.squad_options import SquadOptions
     from albert.train.run_spec import IDENTITY
 
     def identity_fields(cls):

@@ -14,9 +14,9 @@ import pytest
 
 from albert.errors import AlbertError, CheckpointError
 from albert.model.config import AlbertConfig
-from albert.tasks.classification import ClassifierOptions
-from albert.tasks.pretraining import PretrainingOptions
-from albert.tasks.squad import SquadOptions
+from albert.tasks.classifier_options import ClassifierOptions
+from albert.tasks.pretraining_options import PretrainingOptions
+from albert.tasks.squad_options import SquadOptions
 from albert.train.run_spec import (
     DERIVED,
     MAY_CHANGE,

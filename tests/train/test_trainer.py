@@ -315,9 +315,10 @@ def test_auto_micro_batch_trials_bisect_and_keep_a_margin():
     # The GPU path of --per_gpu_batch_size auto, with the out-of-memory error a GPU would raise
     # for more than 6 sequences.
     from albert.tasks.losses import pretraining_loss
-    from albert.tasks.pretraining import PretrainingOptions, PretrainingTask
+    from albert.tasks.pretraining import PretrainingTask
+    from albert.tasks.pretraining_options import PretrainingOptions
+    from albert.train.auto_batch import micro_batch_trial
     from albert.train.batch_plan import largest_micro_batch
-    from albert.train.memory import micro_batch_trial
     from albert.train.run_spec import RunSpec
 
     task = PretrainingTask(RunSpec(task="pretraining",

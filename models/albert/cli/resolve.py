@@ -17,7 +17,6 @@ from albert.errors import FlagError
 from albert.io.pretrained import vocabulary_file
 from albert.io.savedmodel import check_export_dir
 from albert.io.task_card import read_task_card
-from albert.tasks.runner import check_keep_best
 from albert.train.distributed import launched_by_horovod
 from albert.train.memory import check_batching
 from albert.train.run_spec import (
@@ -267,3 +266,16 @@ def check_directories(args) -> None:
 
 def check_memory_flags(args) -> None:
     check_batching(batching_of(args))
+
+
+def check_keep_best(spec: RunSpec, reported: tuple, evaluated: str | None, flag: str) -> None:
+    """--keep_best METRIC, checked before any training: a metric this task's evaluation reports,
+    and something to score."""
+    metric = spec.outputs.keep_best
+    if not metric:
+        return
+    if metric not in reported:
+        raise FlagError(f"--keep_best {metric} is no metric this evaluation reports; one of "
+                        f"{', '.join(reported)}")
+    if not evaluated:
+        raise FlagError(f"--keep_best {metric} needs {flag} to evaluate")

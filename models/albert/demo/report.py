@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from albert.cli import flags
 from albert.errors import AlbertError, FlagError
-from albert.tasks.squad import AT_EMPTY, against_empty_answers
+from albert.tasks.squad_options import AT_EMPTY, against_empty_answers
 
 STARTS = ("pretrained", "scratch")
 PICTURE = "pretraining_pays.png"
@@ -78,7 +78,7 @@ def empty_answer_f1(results: dict) -> float:
 
 def standing(results: dict) -> str | None:
     """Where a fine-tune's official scores stand against the all-empty answers: the run
-    summary's rule (tasks.squad.against_empty_answers), so that the two never disagree."""
+    summary's rule (tasks.squad_options.against_empty_answers), so that the two never disagree."""
     return against_empty_answers(results["f1"], results.get("HasAns_f1", results["f1"]),
                                  empty_answer_f1(results), results["total"])
 

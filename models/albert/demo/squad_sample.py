@@ -26,7 +26,7 @@ import sys
 from albert.cli import flags
 from albert.demo import facts
 from albert.demo.sample import pydoc_documents
-from albert.tasks.squad import VERSIONS
+from albert.tasks.squad_options import VERSIONS
 
 ENTITIES = ["zorvan", "quillet", "marbo", "tessel", "ovrin", "calder", "brisk", "halvard",
             "pellin", "ursa", "norrik", "vesper", "dunmore", "fennick", "grisel", "ambrose"]

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from albert.cli import flags
 from albert.cli.quiet_start import import_tensorflow, quiet_argv
 from albert.errors import FlagError
-from albert.tasks.pretraining import masked_token_counts
 
 DEMO_MASKED_SHARE = 0.15   # create_pretraining_data's --masked_lm_prob, which the demo keeps
 
@@ -216,6 +215,9 @@ def table(rows: list[dict], baselines: dict, masked_tokens: int, steps: int) -> 
 
 
 def masked_token_count(files, max_seq_length: int, max_predictions: int) -> int:
+    # TensorFlow (the pretraining task's reader): the sweep's --help and flag checks run without it.
+    from albert.tasks.pretraining import masked_token_counts
+
     return sum(masked_token_counts(files, max_seq_length, max_predictions).values())
 
 

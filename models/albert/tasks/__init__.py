@@ -11,6 +11,11 @@ classifier's regression is its options' kind, not another name), `synthetic_batc
 steps of --per_gpu_batch_size auto) and `logged` (the metrics its log lines carry, from which the
 SageMaker launcher makes its metric definitions). The layers below are handed these, never
 import them.
+
+Each task is two modules: what its command reads at its start, without TensorFlow (its options
+and its declaration, a Task subclass: albert.tasks.squad_options, albert.tasks.classifier_options,
+albert.tasks.pretraining_options), and the task that computes (albert.tasks.squad, ...), which
+extends the declaration and imports TensorFlow at its top. This package module imports none.
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 
-from albert.model import MODEL_INPUTS
 from albert.train import run_spec
 from albert.train.evaluation import Evaluation
 
@@ -173,46 +177,6 @@ def learned_nothing_warning(spec, steps: int, usual_rates: str = Task.usual_rate
     return (f"WARNING: the model learned nothing: its scores are the baseline's. Likely causes: "
             f"too few updates ({steps}), or a --learning_rate that does not suit this model's "
             f"size ({spec.optimization.learning_rate:g} here; {usual_rates})")
-
-
-def synthetic_inputs(micro_batch: int, seq_length: int, vocab_size: int) -> dict:
-    """The model inputs of a synthetic batch: random token ids (none of the first five, the
-    special pieces), every position attended to, one segment."""
-    # TensorFlow only for the trial steps: --plan_only reads the tasks without it.
-    import tensorflow as tf
-
-    b, s = micro_batch, seq_length
-    ids = tf.random.stateless_uniform([b, s], [0, 1], minval=5, maxval=max(vocab_size, 6),
-                                      dtype=tf.int32)
-    return {"input_ids": ids, "attention_mask": tf.ones([b, s], tf.int32),
-            "token_type_ids": tf.zeros([b, s], tf.int32)}
-
-
-def inference_fn(model, xla: bool, outputs: tuple):
-    """inputs -> model(inputs, training=False)[each of outputs], traced once per model and XLA
-    setting and kept on the model: --eval_frequency evaluates many times, and each new tf.function
-    would trace (and under XLA compile) again. Kept on the model, not in a module-level memo, so
-    that a model no longer used is freed with its functions."""
-    # TensorFlow only when a task evaluates: the commands import albert.tasks (their flags'
-    # choices and defaults) and answer --help and --plan_only without it.
-    import tensorflow as tf
-
-    # Set past Keras' attribute tracking: a dict of functions is no layer state to track or save.
-    _cache = model.__dict__.get("_albert_inference_fns")
-    if _cache is None:
-        _cache = {}
-        object.__setattr__(model, "_albert_inference_fns", _cache)
-    key = (xla, outputs)
-    if key not in _cache:
-        signature = {k: tf.TensorSpec([None, None], tf.int32) for k in MODEL_INPUTS}
-
-        @tf.function(jit_compile=xla, input_signature=[signature])
-        def run(inputs):
-            out = model(inputs, training=False)
-            return tuple(out[name] for name in outputs)
-
-        _cache[key] = run
-    return _cache[key]
 
 
 def cached_features(path: str, key: str, spec, dist, write, training: bool) -> str:

@@ -13,76 +13,27 @@ import os
 import random
 
 import numpy as np
+import tensorflow as tf
 
 from albert.data import classification as data
+from albert.data.classification_records import feature_dataset, write_feature_cache
+from albert.data.reader import resumable_skip, without_autotuner
 from albert.errors import FlagError
 from albert.eval.classification_scoring import classification_scores, regression_scores
 from albert.io.eval_results import write_eval_results
 from albert.io.pretrained import load_model
 from albert.io.run_record import Record, RunRecord
 from albert.model import MODEL_INPUTS
-from albert.model.heads import TASKS
-from albert.tasks import (
-    LOOP_LOGGED,
-    Evaluation,
-    Task,
-    cached_features,
-    inference_fn,
-    synthetic_inputs,
-)
-from albert.train.run_spec import TaskOptions, identity_field
+from albert.model.modeling import AlbertForSequenceClassification
+from albert.tasks import Evaluation, cached_features, losses
+from albert.tasks.classifier_options import ClassifierDeclaration
+from albert.tasks.inference import inference_fn, synthetic_inputs
 
 logger = logging.getLogger("albert.classifier")
 
-# This module imports no TensorFlow: run_classifier reads its FEATURES and REPORTED and answers
-# --help and --plan_only without it. The model, the losses and tf.data are imported in the
-# methods that use them.
 
-FEATURES = {"max_seq_length": 128}
-REPORTED = TASKS["classification"].reported
-# What losses.classification_metrics makes of the training sums (regression_metrics: loss alone).
-TRAINING_METRICS = TASKS["classification"].trained
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassifierOptions(TaskOptions):
-    """The sequence length, the labelled files' columns and the labels in id order decide the
-    run (the labels are recorded beside the features, as the task card carries them); which
-    metric is reported first, the test file's columns and how batches are padded do not."""
-    max_seq_length: int = identity_field(FEATURES["max_seq_length"])
-    columns: data.Columns = identity_field(data.Columns("sentence", None, "label"),
-                                           record=lambda c: list(dataclasses.astuple(c)))
-    labels: tuple[str, ...] | None = identity_field(None, under="labels", record=list)
-    predict_columns: data.Columns | None = None  # None: columns
-    kind: str | None = None  # --task: classification | regression (None: the model's, or labels)
-    labels_flag: str | None = None  # how the labels were asked for, for messages
-    metric: str | None = None  # reported first (None: accuracy, or pearson for regression)
-    # batch: each batch padded to its longest sequence, rounded up to pad_to_multiple_of; max: to
-    # max_seq_length. The same examples train together either way: only the pad width differs.
-    # (SQuAD's padding decides which windows share an update, and belongs to its run.)
-    padding: str = "batch"
-    pad_to_multiple_of: int = 8
-    eval_batch_size: int = 64
-
-    @property
-    def regression(self) -> bool:
-        return self.kind == "regression"
-
-    @property
-    def num_labels(self) -> int | None:
-        """The classifier's outputs: one for regression, else one per label (None: the labels
-        are not settled yet)."""
-        return 1 if self.regression else (len(self.labels) if self.labels else None)
-
-
-class ClassifierTask(Task):
+class ClassifierTask(ClassifierDeclaration):
     """spec.options: ClassifierOptions."""
-
-    name = "classification"
-    exports = True
-    reported = REPORTED
-    logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
-    learning_rate = 2e-5  # within BERT's and ALBERT's published GLUE rates (1e-5 to 5e-5)
 
     def __init__(self, spec):
         super().__init__(spec)
@@ -93,12 +44,6 @@ class ClassifierTask(Task):
         self.tokenizer = None
         self.examples = {}
         self.train_prefix = self.eval_prefix = None
-
-    @classmethod
-    def spec_task(cls, options) -> str:
-        # run.json's and the task card's "task" has always told regression from
-        # classification, and resumes compare it: it stays the options' kind on disk.
-        return options.kind or cls.name
 
     # The settled values, read from the spec (its options) and nowhere else.
     @property
@@ -195,16 +140,13 @@ class ClassifierTask(Task):
                         stats["mean_length"], stats["max_length"])
             if training:
                 random.Random(spec.execution.seed).shuffle(features)
-            data.write_feature_cache(features, stats, prefix, o.regression)
+            write_feature_cache(features, stats, prefix, o.regression)
 
         key = data.cache_key(path, settings, spec.vocabulary, training)
         return cached_features(path, key, spec, dist, write, training)
 
     # -- the model ------------------------------------------------------------------------------
     def model_class(self):
-        # TensorFlow: see the note at the top.
-        from albert.model.modeling import AlbertForSequenceClassification
-
         return AlbertForSequenceClassification
 
     def model_options(self) -> dict:
@@ -215,9 +157,6 @@ class ClassifierTask(Task):
         checkpoint in --checkpoint_dir), and what it settles: the task and labels from the model
         (its run record, else its id2label) when the flags did not say them; flags that say
         other labels are refused (in another order they would swap its answers)."""
-        # TensorFlow: see the note at the top.
-        from albert.model.modeling import AlbertForSequenceClassification
-
         spec, o = self.spec, self.spec.options
         path = spec.model.checkpoint_path or spec.outputs.checkpoint_dir
         record = Record()
@@ -276,28 +215,19 @@ class ClassifierTask(Task):
 
     @property
     def loss(self):
-        from albert.tasks import losses  # TensorFlow: see the note at the top
-
         if self.regression:
             return losses.regression_loss, losses.REGRESSION_METRICS, losses.regression_metrics
         return (losses.classification_loss, losses.CLASSIFICATION_METRICS,
                 losses.classification_metrics)
 
     def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
-        import tensorflow as tf  # TensorFlow: see the note at the top
-
         dtype = tf.float32 if self.regression else tf.int32
         return {**synthetic_inputs(micro_batch, seq_length, vocab_size),
                 "labels": tf.zeros([micro_batch], dtype)}
 
     def training_data(self, plan, skip_records: int, dist):
-        # TensorFlow: see the note at the top.
-        import tensorflow as tf
-
-        from albert.data.reader import resumable_skip, without_autotuner
-
         o = self.spec.options
-        records, parse = data.feature_dataset(self.train_prefix, self.regression,
+        records, parse = feature_dataset(self.train_prefix, self.regression,
                                               o.max_seq_length, o.padding, o.pad_to_multiple_of)
         accum, batch_size = plan.accumulation, plan.micro_batch
 
@@ -380,12 +310,8 @@ class ClassifierTask(Task):
 def predict(model, prefix, spec, dist, xla: bool, regression: bool):
     """Every example's (index [N], logits [N, C], labels [N]), in file order, on every rank:
     each rank runs its share of the features, then all shares are gathered."""
-    import tensorflow as tf  # see the note at the top
-
-    from albert.data.reader import without_autotuner
-
     o = spec.options
-    records, parse = data.feature_dataset(prefix, regression, o.max_seq_length, o.padding,
+    records, parse = feature_dataset(prefix, regression, o.max_seq_length, o.padding,
                                           o.pad_to_multiple_of)
     batches = without_autotuner(records.shard(dist.size, dist.rank).batch(o.eval_batch_size)
                                 .map(parse).prefetch(tf.data.AUTOTUNE))

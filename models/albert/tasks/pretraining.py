@@ -9,74 +9,44 @@ import logging
 import math
 import os
 import shutil
-from dataclasses import dataclass
 
+import tensorflow as tf
+
+from albert.data.reader import (
+    check_all_record_shapes,
+    check_ranks_have_records,
+    check_token_ids,
+    count_nonempty_files,
+    data_loss_message,
+    pretraining_dataset,
+    pretraining_feature_spec,
+    resolve_files,
+    shard_files,
+    without_autotuner,
+)
 from albert.errors import DataError
 from albert.io.eval_results import read_eval_results
 from albert.io.pretrained import save_pretrained
-from albert.tasks import LOOP_LOGGED, Evaluation, Task, synthetic_inputs
+from albert.model.modeling import AlbertForPreTraining
+from albert.tasks import Evaluation
+from albert.tasks.inference import synthetic_inputs
+from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
+from albert.tasks.pretraining_options import (
+    PretrainingDeclaration,
+    squad_command,
+    squad_directory,
+)
 from albert.tasks.runner import run_in_child
-from albert.tasks.squad import REPORTED as SQUAD_REPORTED
 from albert.train import run_spec
-from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.pretraining")
 
-# What losses.pretraining_metrics makes of the training (and validation) sums.
-TRAINING_METRICS = ("loss", "mlm_loss", "mlm_acc", "sop_loss", "sop_acc")
 
-# This module imports no TensorFlow: run_pretraining --plan_only reads PretrainingTask without it.
-# The model, the losses and the record reader (albert.data.reader), which import TensorFlow, are
-# imported in the methods that use them.
-
-
-@dataclass(frozen=True, kw_only=True)
-class PretrainingOptions(TaskOptions):
-    """The records' shapes and the input shuffle decide the run; where the files are read from,
-    how damaged ones are read, and how often and how it is evaluated do not. spec.data.train and
-    .val are read under filesystem_prefix."""
-    max_seq_length: int = identity_field(512)
-    max_predictions_per_seq: int = identity_field(20)
-    shuffle_buffer: int = identity_field(10_000)
-    filesystem_prefix: str = "."
-    skip_corrupt_records: bool = False
-    validation_frequency: int = 0
-    # SQuAD during pretraining: every squad_frequency updates (0: off), `python -m
-    # albert.run_squad` fine-tunes the weights of that moment with these values (SQUAD_FLAGS:
-    # run_squad's flag for each; None: run_squad's default) and scores them (squad_command).
-    squad_frequency: int = 0
-    squad_train_file: str | None = None
-    squad_predict_file: str | None = None
-    squad_steps: int | None = None
-    squad_max_seq_length: int | None = None
-    squad_batch_size: int | None = None
-    squad_learning_rate: float | None = None
-
-
-# run_squad's flag for each --squad_* flag of run_pretraining (PretrainingOptions' field of the
-# same name).
-SQUAD_FLAGS = {"--squad_train_file": "--train_file", "--squad_predict_file": "--predict_file",
-               "--squad_steps": "--total_steps", "--squad_batch_size": "--per_gpu_batch_size",
-               "--squad_learning_rate": "--learning_rate",
-               "--squad_max_seq_length": "--max_seq_length"}
-
-
-class PretrainingTask(Task):
+class PretrainingTask(PretrainingDeclaration):
     """spec.options: PretrainingOptions; spec.data: train and val."""
-
-    name = "pretraining"
-    unit = "sequences"
-    card = False  # a pretrained model serves no task
-    logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "val": TRAINING_METRICS,
-              "squad": SQUAD_REPORTED}
-    rescore_finished = False  # a finished run was validated at its end
-    needs_tokenizer = False  # the records hold token ids
 
     def __init__(self, spec):
         super().__init__(spec)
-        # TensorFlow: see the note at the top.
-        from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss, pretraining_metrics
-
         self.loss_fn, self.metric_names, self.metrics_fn = pretraining_loss, \
             PRETRAINING_METRICS, pretraining_metrics
         self.train_files = self.my_files = self.val_files = []
@@ -91,15 +61,6 @@ class PretrainingTask(Task):
         """Checked on every rank before anything is built, so a bad file is one error, not a
         crash at the first validation or a rank that hangs the others with nothing to read.
         The records settle nothing the flags left open."""
-        # TensorFlow: see the note at the top.
-        from albert.data.reader import (
-            check_all_record_shapes,
-            check_ranks_have_records,
-            count_nonempty_files,
-            resolve_files,
-            shard_files,
-        )
-
         spec, prefix = self.spec, self.spec.options.filesystem_prefix
         if not spec.batching.auto:
             spec.batching.plan(dist.size)  # batch flags that cannot work stop here
@@ -122,15 +83,10 @@ class PretrainingTask(Task):
         return {}
 
     def model_class(self):
-        # TensorFlow: see the note at the top.
-        from albert.model.modeling import AlbertForPreTraining
-
         return AlbertForPreTraining
 
     def check_model(self, model, dist) -> None:
-        # Ids past the embedding table: stop here. (TensorFlow: see the note at the top.)
-        from albert.data.reader import check_token_ids
-
+        # Ids past the embedding table: stop here.
         check_token_ids([*self.train_files, *self.val_files], model.config.vocab_size,
                         self.spec.vocabulary)
 
@@ -138,9 +94,6 @@ class PretrainingTask(Task):
         return run_spec.data_files(self.train_files)
 
     def training_data(self, plan, skip_records: int, dist):
-        # TensorFlow: see the note at the top.
-        from albert.data.reader import pretraining_dataset
-
         spec, o = self.spec, self.spec.options
         return pretraining_dataset(
             spec.data.train, plan.micro_batch, *self._shapes,
@@ -153,8 +106,6 @@ class PretrainingTask(Task):
     def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
         """Full-length sequences with --max_predictions_per_seq masked positions (at most every
         one but [CLS])."""
-        import tensorflow as tf  # TensorFlow: see the note at the top
-
         b = micro_batch
         batch = synthetic_inputs(b, seq_length, vocab_size)
         p = min(self.spec.options.max_predictions_per_seq, seq_length - 1)
@@ -163,17 +114,10 @@ class PretrainingTask(Task):
                 "sop_labels": tf.zeros([b], tf.int32)}
 
     def explain_data_error(self, error):
-        # TensorFlow: see the note at the top.
-        from albert.data.reader import data_loss_message
-
         return DataError(data_loss_message(error, self.my_files, self.spec.data.train,
                                            self.spec.options.filesystem_prefix))
 
     def evaluations(self, model, trainer, dist) -> list[Evaluation]:
-        # TensorFlow: see the note at the top.
-        from albert.data.reader import pretraining_dataset
-        from albert.tasks.losses import pretraining_metrics
-
         spec, o = self.spec, self.spec.options
         out = []
         if self.val_files and trainer is not None:
@@ -242,11 +186,6 @@ def unigram_mlm_accuracy(files, max_seq_length: int, max_predictions: int) -> fl
 
 def masked_token_counts(files, max_seq_length: int, max_predictions: int) -> collections.Counter:
     """How often each token id is a real (weighted) masked token in `files`."""
-    # TensorFlow: see the note at the top.
-    import tensorflow as tf
-
-    from albert.data.reader import pretraining_feature_spec, without_autotuner
-
     spec = pretraining_feature_spec(max_seq_length, max_predictions)
     counts = collections.Counter()
     data = without_autotuner(tf.data.TFRecordDataset(files).batch(1024).map(
@@ -255,35 +194,6 @@ def masked_token_counts(files, max_seq_length: int, max_predictions: int) -> col
         ids, weights = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy()
         counts.update(ids[weights > 0].tolist())
     return counts
-
-
-def squad_directory(spec, step: int) -> str:
-    """Where the SQuAD evaluation at `step` keeps its log and run_squad's outputs (its
-    eval_results.json, predictions and logs): <checkpoint_dir>/squad/step_<step>."""
-    return os.path.join(spec.outputs.checkpoint_dir, "squad", f"step_{step}")
-
-
-def squad_command(spec, step: int) -> list[str]:
-    """run_squad's flags for the SQuAD evaluation at `step`: the --squad_* values, this run's
-    vocabulary, precision, XLA plan and recompute mode, run_squad's defaults for the rest; it
-    fine-tunes the model exported to <squad_directory>/model (a Hugging Face directory) with its
-    checkpoints in <squad_directory>/checkpoints, and writes its outputs to squad_directory.
-    run_pretraining parses the first evaluation's flags with run_squad's own parser before any
-    pretraining, so a value run_squad refuses stops the run then, under its --squad_* name."""
-    o, where = spec.options, squad_directory(spec, step)
-    argv = [word for ours, theirs in SQUAD_FLAGS.items()
-            if getattr(o, ours[2:]) is not None
-            for word in (theirs, str(getattr(o, ours[2:])))]
-    if o.squad_steps is not None:
-        argv += ["--log_frequency", str(max(o.squad_steps, 1))]
-    return argv + [
-        "--load_from", "huggingface", "--checkpoint_path", os.path.join(where, "model"),
-        "--spm_model", spec.vocabulary, "--precision", spec.execution.precision,
-        "--output_dir", where, "--checkpoint_dir", os.path.join(where, "checkpoints"),
-        "--log_dir", os.path.join(where, "logs"),
-        "--cache_dir", os.path.join(spec.outputs.checkpoint_dir, "squad_cache"),
-        "--no_progress", "--xla", "off" if spec.execution.eager else spec.execution.xla,
-        "--recompute", spec.batching.recompute]
 
 
 def squad_during_pretraining(model, spec, dist, step: int) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import importlib.metadata as md
 import logging
 import math
 import os
@@ -22,6 +23,9 @@ import threading
 import time
 from typing import NamedTuple
 
+import keras
+import tensorflow as tf
+
 from albert.data.tokenization import load_tokenizer
 from albert.errors import FlagError
 from albert.io.eval_results import add_eval_results
@@ -29,30 +33,36 @@ from albert.io.pretrained import load_pretrained, replace_pretrained
 from albert.io.run_record import Record, RunRecord
 from albert.io.savedmodel import export_after_run
 from albert.io.task_card import TASK_FILE, read_task_card, task_card
+from albert.model.recompute import set_recompute
 from albert.tasks import learned_nothing_warning
 from albert.train import distributed
-from albert.train.memory import choose_auto_batch, memory_plan_of, plan_only_lines
+from albert.train.auto_batch import choose_auto_batch
+from albert.train.checkpoint_store import CheckpointStore
+from albert.train.loop import fit
+from albert.train.memory import memory_plan_of
+from albert.train.optimization import make_optimizer, schedule
+from albert.train.precision import set_precision
 from albert.train.run_dir import (
     lock_run_directory,
     mark_finished,
     release_unused_run_directory,
     start_state,
 )
+from albert.train.run_logging import MetricsLogger
 from albert.train.run_spec import (
+    TOOLKIT,
     RunSpec,
     check_fits,
     check_vocabulary,
-    environment,
     file_sha256,
     identity,
     model_config,
+    toolkit_version,
 )
+from albert.train.trainer import Trainer
+from albert.train.xla_plan import plan_for_run
 
 logger = logging.getLogger("albert.tasks.runner")
-
-# This module imports no TensorFlow: the runners' --plan_only goes through run_or_plan without it.
-# Keras, TensorFlow and the training modules that import them (the trainer, its loop, checkpoints,
-# optimizers, precision, logging, the XLA plan) are imported in the functions that run a task.
 
 # The metrics each task's evaluation may report (some only for some data: f1 of a classifier for
 # two labels, exact_match for SQuAD v1.1, HasAns_/NoAns_/best_ for v2.0); higher is better for
@@ -69,17 +79,6 @@ LOWER_IS_BETTER = ("loss",)
 # whose run failed); the summary counts them.
 INTERRUPTED = 128 + int(signal.SIGTERM)
 EVALUATIONS_FAILED = 3
-
-
-def run_or_plan(task_class, spec: RunSpec, plan_ranks: int) -> int:
-    """What a runner does with its resolved spec: --plan_only's lines (the batch plan for
-    `plan_ranks` ranks and the memory plan per GPU; nothing else runs), or the run of
-    task_class(spec)."""
-    if spec.plan_only:
-        for line in plan_only_lines(spec, plan_ranks, head=task_class.name):
-            print(line, flush=True)
-        return 0
-    return run(task_class, spec)
 
 
 def run(task_class, spec: RunSpec) -> int:
@@ -99,6 +98,22 @@ def run(task_class, spec: RunSpec) -> int:
         raise
 
 
+def environment() -> dict:
+    """The command line and the versions that produced a run, for the record."""
+    versions = {"python": sys.version.split()[0], "tensorflow": tf.__version__}
+    if toolkit_version():
+        versions[TOOLKIT] = toolkit_version()
+    for name in ("keras", "horovod", "transformers", "sentencepiece", "numpy"):
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            continue
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = ["-m", main.name] if main is not None else sys.argv[:1]  # as typed: python -m ...
+    return {"command": [os.path.basename(sys.executable), *program, *sys.argv[1:]],
+            "versions": versions}
+
+
 class Outcome(NamedTuple):
     """How the training phase ended: status "done", "stopped" (SIGTERM; a checkpoint holds the
     progress), "finished" (the run had already ended: nothing trained) or "evaluated" (an
@@ -111,8 +126,6 @@ class Outcome(NamedTuple):
 def _run(task, dist, started: float) -> int:
     """The phases, in order: build; start or resume, and train; evaluate; keep the best;
     export; summarise. Returns the exit status (see run)."""
-    from albert.train.run_logging import MetricsLogger  # TensorFlow: see the note at the top
-
     model, xla, auto_line = build(task, dist)
     spec = task.spec
     metrics = MetricsLogger(spec.outputs.log_dir, dist)
@@ -172,11 +185,6 @@ def build(task, dist):
     --per_gpu_batch_size auto, the micro-batch; each folded into the spec as it is settled.
     Returns (the model, the XLA plan, the line that says why auto chose its micro-batch, or
     None)."""
-    # TensorFlow: see the note at the top.
-    import keras
-
-    from albert.train.precision import set_precision
-
     spec = task.spec
     set_precision(spec.execution.precision)
     # Rank 0's initial weights are broadcast to every rank; dropout masks are keyed by rank.
@@ -352,8 +360,6 @@ def build_model(task):
 
 
 def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
-    from albert.train.xla_plan import plan_for_run  # TensorFlow: see the note at the top
-
     return plan_for_run(spec.execution, dist, recorded)
 
 
@@ -367,16 +373,12 @@ def recorded_run(spec: RunSpec, dist) -> dict | None:
 
 
 def on_gpu() -> bool:
-    import tensorflow as tf  # TensorFlow: see the note at the top
-
     return bool(tf.config.list_physical_devices("GPU"))
 
 
 def auto_batching(task, model, dist, xla, previous: dict | None):
     """--per_gpu_batch_size auto decided for this model (the recorded run's plan on a resume):
     (the new Batching, the line that says why)."""
-    from albert.model.recompute import set_recompute  # TensorFlow: see the note at the top
-
     spec = task.spec
     set_recompute(model, spec.batching.recompute)  # the trial steps run as training will
     return choose_auto_batch(
@@ -426,12 +428,6 @@ def start(task, model, dist, xla) -> Training:
     """The batch plan, the number of updates, the trainer and its checkpoint store; then where
     the run starts (start_state: its own checkpoint, --checkpoint_path's weights, or the model
     as built), recorded in run.json."""
-    # TensorFlow: see the note at the top.
-    from albert.model.recompute import set_recompute
-    from albert.train.checkpoint_store import CheckpointStore
-    from albert.train.optimization import make_optimizer
-    from albert.train.trainer import Trainer
-
     spec = task.spec
     out, o = spec.outputs, spec.optimization
     set_recompute(model, spec.batching.recompute)
@@ -439,7 +435,7 @@ def start(task, model, dist, xla) -> Training:
     examples, total_steps = training_length(task, plan, dist)
     optimizer = make_optimizer(o.optimizer, model.trainable_variables, o.weight_decay,
                                bias_correction=o.bias_correction)
-    trainer = Trainer(model, task.loss_fn, optimizer, o.schedule(total_steps), dist,
+    trainer = Trainer(model, task.loss_fn, optimizer, schedule(o, total_steps), dist,
                       metric_names=task.metric_names, accum_steps=plan.accumulation,
                       precision=spec.execution.precision, xla=xla,
                       max_grad_norm=o.max_grad_norm,
@@ -474,8 +470,6 @@ def training_length(task, plan, dist) -> tuple:
 
 def log_start(task, model, run: Training, xla, auto_line: str | None) -> None:
     """What the run trains, with which plans and how much memory it needs (rank 0)."""
-    import tensorflow as tf  # TensorFlow: see the note at the top
-
     spec, plan = task.spec, run.plan
     params = sum(int(tf.size(v)) for v in model.weights)
     logger.info("ALBERT %s: %.2fM parameters, precision %s, %s",
@@ -510,8 +504,6 @@ def updates(task, model, run: Training, evaluations, dist, metrics, xla,
             tally: Tally | None = None) -> str:
     """The training loop over the task's data from where the run stands, evaluating when due
     (each counted in `tally`) and keeping the best model (--keep_best); "done" or "stopped"."""
-    from albert.train.loop import fit  # TensorFlow: see the note at the top
-
     spec, trainer = task.spec, run.trainer
     out = spec.outputs
     batches = run.checkpoints.positions.open(
@@ -552,19 +544,6 @@ def export(task, model, dist) -> str | None:
 
 
 # -- --keep_best ----------------------------------------------------------------------------------
-
-def check_keep_best(spec: RunSpec, reported: tuple, evaluated: str | None, flag: str) -> None:
-    """--keep_best METRIC, checked before any training: a metric this task's evaluation reports,
-    and something to score."""
-    metric = spec.outputs.keep_best
-    if not metric:
-        return
-    if metric not in reported:
-        raise FlagError(f"--keep_best {metric} is no metric this evaluation reports; one of "
-                        f"{', '.join(reported)}")
-    if not evaluated:
-        raise FlagError(f"--keep_best {metric} needs {flag} to evaluate")
-
 
 def keep_best(spec: RunSpec, model, scores: dict | None, step: int, dist) -> bool:
     """--keep_best METRIC: when `scores` beat every evaluation of this run so far (recorded in its

@@ -7,104 +7,40 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import os
 import random
 
+import tensorflow as tf
+
 from albert.data import squad
+from albert.data.squad_records import (
+    feature_dataset,
+    prediction_batches,
+    training_batches,
+    write_feature_cache,
+)
 from albert.eval.squad_scoring import detect_version, evaluate
 from albert.io.eval_results import write_eval_results
 from albert.io.pretrained import load_model
 from albert.model import MODEL_INPUTS
-from albert.model.heads import TASKS
-from albert.tasks import (
-    LOOP_LOGGED,
-    Evaluation,
-    Task,
-    cached_features,
-    inference_fn,
-    synthetic_inputs,
+from albert.model.modeling import AlbertForQuestionAnswering
+from albert.tasks import Evaluation, cached_features
+from albert.tasks.inference import inference_fn, synthetic_inputs
+from albert.tasks.losses import SQUAD_METRICS, squad_loss, squad_metrics
+from albert.tasks.squad_options import (
+    AT_EMPTY,
+    BELOW_EMPTY,
+    SquadDeclaration,
+    against_empty_answers,
+    empty_answer_noise,
 )
-from albert.train.run_spec import TaskOptions, identity_field
 
 logger = logging.getLogger("albert.squad")
 
-# This module imports no TensorFlow: run_squad, answer and squad_eval read its VERSIONS and WINDOWS
-# and answer --help and --plan_only without it. The model and the losses (TensorFlow) are
-# imported in the methods that use them.
 
-VERSIONS = {"squadv1": "v1.1", "squadv2": "v2.0"}  # --squad_version -> the files' version
-WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
-REPORTED = TASKS["squad"].reported
-# What losses.squad_metrics makes of the training sums.
-TRAINING_METRICS = TASKS["squad"].trained
-
-# Where a score stands against answering every question with nothing (against_empty_answers).
-AT_EMPTY = "at the all-empty answers"
-BELOW_EMPTY = "below the all-empty answers"
-
-
-def empty_answer_noise(total: int) -> float:
-    """Two standard errors of a share of `total` questions at its widest (a coin's), in F1
-    points: a score closer than this to the all-empty answers' is not told apart from it."""
-    return 100 / math.sqrt(total)
-
-
-def against_empty_answers(f1: float, answerable_f1: float, empty_f1: float,
-                          total: int) -> str | None:
-    """The one rule, for the run's summary (SquadTask) and the demo's report
-    (albert.demo.report), of a fine-tune that did not learn to answer. AT_EMPTY: F1 within the
-    noise (empty_answer_noise) of the all-empty answers' either way, and the answerable
-    questions' F1 (v1.1: every question's) no better than that noise: it learned at most to
-    abstain. BELOW_EMPTY: F1 lower than the all-empty answers' by more than the noise:
-    answering nothing would score more, so it answers questions it should leave empty, and
-    wrongly. None: neither."""
-    noise = empty_answer_noise(total)
-    # Two-sided on purpose: far below the all-empty F1 is not "its" score, it is worse.
-    if abs(f1 - empty_f1) <= noise and answerable_f1 <= noise:
-        return AT_EMPTY
-    if f1 < empty_f1 - noise:
-        return BELOW_EMPTY
-    return None
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadOptions(TaskOptions):
-    """The windows, how they are batched and the SQuAD version decide the run; how answers are
-    picked and how many windows an evaluation batch holds do not. squad_version is the files'
-    spelling ("v1.1", "v2.0"): --squad_version, else (None) each file's own; a training run
-    records its training file's."""
-    max_seq_length: int = identity_field(WINDOWS["max_seq_length"])
-    doc_stride: int = identity_field(WINDOWS["doc_stride"])
-    max_query_length: int = identity_field(WINDOWS["max_query_length"])
-    # batch: each update holds windows of one length bucket (seeded, shuffled across buckets),
-    # so it decides which windows train together, and belongs to the run; max: every window
-    # padded to max_seq_length. (A classifier's padding changes only the pad width.)
-    padding: str = identity_field("batch")
-    squad_version: str | None = identity_field(None)
-    # --squad_version as given (None: each file's own), kept when a training run's file settles
-    # squad_version: the file a run predicts is read and scored by its own version's rules
-    # unless the flag said which.
-    version_flag: str | None = None
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0
-    eval_batch_size: int = 64
-
-
-class SquadTask(Task):
-    name = "squad"
-    unit = "features"
-    exports = True
-    reported = REPORTED
-    logged = {"train": TRAINING_METRICS + LOOP_LOGGED, "eval": REPORTED}
-    learning_rate = 3e-5  # ALBERT's SQuAD v2.0 rate (google-research/albert run_squad_v2)
-
+class SquadTask(SquadDeclaration):
     def __init__(self, spec):
         super().__init__(spec)
-        # TensorFlow: see the note at the top.
-        from albert.tasks.losses import SQUAD_METRICS, squad_loss, squad_metrics
-
         self.loss_fn, self.metric_names, self.metrics_fn = squad_loss, SQUAD_METRICS, \
             squad_metrics
         self.train_prefix = self.scored = None
@@ -135,7 +71,7 @@ class SquadTask(Task):
                 logger.info("%d features; %.2f%% of answers recoverable from their token span",
                             len(features), 100 * rate)
                 random.Random(spec.execution.seed).shuffle(features)
-            squad.write_feature_cache(features, prefix)
+            write_feature_cache(features, prefix)
 
         key = squad.cache_key(path, self.settings(), spec.vocabulary, training)
         return examples, data, cached_features(path, key, spec, dist, write, training)
@@ -153,9 +89,6 @@ class SquadTask(Task):
                                                squad_version=self.version_of(train_data))}
 
     def model_class(self):
-        # TensorFlow: see the note at the top.
-        from albert.model.modeling import AlbertForQuestionAnswering
-
         return AlbertForQuestionAnswering
 
     def fine_tuned_model(self, dist):
@@ -168,20 +101,18 @@ class SquadTask(Task):
         return model, {}
 
     def training_examples(self) -> int:
-        records, _ = squad.feature_dataset(self.train_prefix, self.spec.options.max_seq_length)
+        records, _ = feature_dataset(self.train_prefix, self.spec.options.max_seq_length)
         return sum(1 for _ in records)
 
     def training_data(self, plan, skip_records: int, dist):
         """Updates of windows of one length bucket, seeded and shuffled across buckets
         (--padding batch), or every window padded to --max_seq_length (--padding max)."""
         spec = self.spec
-        return squad.training_batches(self.train_prefix, plan.micro_batch, plan.accumulation,
+        return training_batches(self.train_prefix, plan.micro_batch, plan.accumulation,
                                       spec.options.max_seq_length, spec.execution.seed,
                                       dist.rank, dist.size, skip_records, spec.options.padding)
 
     def synthetic_batch(self, micro_batch: int, seq_length: int, vocab_size: int) -> dict:
-        import tensorflow as tf  # TensorFlow: see the note at the top
-
         position = tf.ones([micro_batch], tf.int32)
         return {**synthetic_inputs(micro_batch, seq_length, vocab_size),
                 "start_positions": position, "end_positions": position}
@@ -250,7 +181,7 @@ def predict(model, prefix, spec, dist, xla: bool) -> dict:
     tokens (padding is never an answer, and so trimmed they do not depend on how a batch was
     padded), gathered on rank 0."""
     o = spec.options
-    batches = squad.prediction_batches(prefix, o.eval_batch_size, o.max_seq_length, o.padding,
+    batches = prediction_batches(prefix, o.eval_batch_size, o.max_seq_length, o.padding,
                                        rank=dist.rank, size=dist.size)
     logits = inference_fn(model, xla, ("start_logits", "end_logits"))
     local = {}

@@ -121,6 +121,18 @@ def make_optimizer(name: str, variables, weight_decay: float = 0.01, *,
     raise FlagError(f"--optimizer must be lamb or adamw, got {name!r}")
 
 
+def schedule(optimization, total_steps: int):
+    """step -> learning rate: learning_rate_at with the values of `optimization` (a run spec's
+    train.run_spec.Optimization)."""
+    o = optimization
+    warmup = o.warmup(total_steps)
+
+    def at(step):
+        return learning_rate_at(step, o.learning_rate, warmup, total_steps, o.end_learning_rate,
+                                o.decay_power, o.lr_decay)
+    return at
+
+
 def learning_rate_at(step, peak: float, warmup_steps: int, total_steps: int,
                      end_learning_rate: float = 0.0, power: float = 1.0,
                      decay: str = "from_warmup"):

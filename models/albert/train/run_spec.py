@@ -143,19 +143,6 @@ class Optimization:
             return self.warmup_steps
         return int((self.warmup_proportion or 0.0) * total_steps)
 
-    def schedule(self, total_steps: int):
-        """step -> learning rate (optimization.learning_rate_at with this spec's values)."""
-        # optimization imports TensorFlow; this module stays without it for the command-line
-        # tools (cli.flags, cli.resolve, --plan_only).
-        from albert.train.optimization import learning_rate_at
-
-        warmup = self.warmup(total_steps)
-
-        def at(step):
-            return learning_rate_at(step, self.learning_rate, warmup, total_steps,
-                                    self.end_learning_rate, self.decay_power, self.lr_decay)
-        return at
-
 
 @dataclass(frozen=True)
 class Batching:
@@ -520,24 +507,6 @@ def toolkit_version() -> str | None:
 def _version_key(version: str) -> tuple:
     # Release numbers only: a record's version is compared with ours, never parsed further.
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
-
-
-def environment() -> dict:
-    """The command line and the versions that produced a run, for the record."""
-    import tensorflow as tf  # a training run's record; the command-line tools run without it
-
-    versions = {"python": sys.version.split()[0], "tensorflow": tf.__version__}
-    if toolkit_version():
-        versions[TOOLKIT] = toolkit_version()
-    for name in ("keras", "horovod", "transformers", "sentencepiece", "numpy"):
-        try:
-            versions[name] = md.version(name)
-        except md.PackageNotFoundError:
-            continue
-    main = getattr(sys.modules.get("__main__"), "__spec__", None)
-    program = ["-m", main.name] if main is not None else sys.argv[:1]  # as typed: python -m ...
-    return {"command": [os.path.basename(sys.executable), *program, *sys.argv[1:]],
-            "versions": versions}
 
 
 def _show(value) -> str:
