@@ -500,3 +500,26 @@ def test_a_run_stopped_by_sigterm_exits_with_the_interrupted_status(tmp_path, sa
     assert (f"stopped at step 3; checkpoint in {tmp_path / 'out' / 'checkpoints'}; run the same "
             "command to resume (exit status 143: interrupted)") in out
     assert "summary: " not in out
+
+
+def test_the_run_a_training_run_would_resume_is_read_as_a_record(tmp_path):
+    """recorded_run hands the XLA and batch plans on as run.json's Record: the recorded plans of
+    the run in --checkpoint_dir, nothing with --overwrite_checkpoint_dir, for an evaluation-only
+    run, or in a new directory."""
+    from albert.io.run_record import Record, RunRecord
+
+    xla = {"gradient": True, "update": False, "reason": "auto: faster"}
+    plan = {"ranks": 1, "micro_batch": 4, "accumulation": 2, "global_batch": 8}
+    RunRecord(str(tmp_path / "run")).write({"xla": xla, "batch_plan": plan, "total_steps": 9})
+
+    def spec(directory, train="t", overwrite=False):
+        return RunSpec(task="classification", options=ClassifierOptions(), data=Data(train=train),
+                       outputs=Outputs(checkpoint_dir=str(directory),
+                                       overwrite_checkpoint_dir=overwrite))
+
+    record = runner.recorded_run(spec(tmp_path / "run"), Distributed())
+    assert isinstance(record, Record)
+    assert (record.xla, record.batch_plan, record.total_steps) == (xla, plan, 9)
+    for other in (spec(tmp_path / "run", overwrite=True), spec(tmp_path / "run", train=None),
+                  spec(tmp_path / "new")):
+        assert runner.recorded_run(other, Distributed()) == Record()

@@ -207,7 +207,7 @@ def build(task, dist):
         check_vocabulary(model.config, len(tokenizer), spec.vocabulary)
     task.check_model(model, dist)
     previous = recorded_run(spec, dist)
-    xla = xla_plan(spec, dist, recorded=(previous or {}).get("xla"))
+    xla = xla_plan(spec, dist, recorded=previous.xla)
     if spec.trains and spec.optimization.learning_rate is None:
         rate, why = task.default_learning_rate(model.config)
         settled["optimization"] = dataclasses.replace(spec.optimization, learning_rate=rate)
@@ -363,20 +363,21 @@ def xla_plan(spec: RunSpec, dist, recorded: dict | None = None):
     return plan_for_run(spec.execution, dist, recorded)
 
 
-def recorded_run(spec: RunSpec, dist) -> dict | None:
+def recorded_run(spec: RunSpec, dist) -> Record:
     """The record of the run this training run would resume (rank 0's read), whose XLA and
-    batch plans it keeps; None for an evaluation-only run or --overwrite_checkpoint_dir."""
+    batch plans it keeps; an empty one when there is none, for an evaluation-only run and for
+    --overwrite_checkpoint_dir."""
     out = spec.outputs
     if not spec.trains or out.overwrite_checkpoint_dir:
-        return None
-    return distributed.on_chief(dist, RunRecord(out.checkpoint_dir).read)
+        return Record()
+    return distributed.on_chief(dist, RunRecord(out.checkpoint_dir).load) or Record()
 
 
 def on_gpu() -> bool:
     return bool(tf.config.list_physical_devices("GPU"))
 
 
-def auto_batching(task, model, dist, xla, previous: dict | None):
+def auto_batching(task, model, dist, xla, previous: Record):
     """--per_gpu_batch_size auto decided for this model (the recorded run's plan on a resume):
     (the new Batching, the line that says why)."""
     spec = task.spec
@@ -384,7 +385,7 @@ def auto_batching(task, model, dist, xla, previous: dict | None):
     return choose_auto_batch(
         spec, model, dist, synthetic_batch=task.synthetic_batch, loss_fn=task.loss_fn,
         head=task.name, num_labels=task.num_labels, xla_gradient=xla.gradient, on_gpu=on_gpu(),
-        recorded=(previous or {}).get("batch_plan"))
+        recorded=previous.batch_plan)
 
 
 class Training(NamedTuple):
