@@ -33,26 +33,32 @@ class AlbertError(Exception):
 class SettingError(AlbertError, ValueError):
     """A setting's value (or combination) that cannot work, named as the library spells it.
 
-    `message` marks each setting it names as `{name}`, and `settings` lists those names (the
-    first is `.setting`, the one refused): str() names each bare (`max_seq_length must be at
-    least 8`), on_command_line() as its flag (`--max_seq_length must be at least 8`), the
-    command-line layer's spelling of the same mistake. Only the listed names are replaced, so a
-    value holding braces is left as it is."""
+    `message` marks each setting it names as `{name}`, and `settings` lists them: a name, or a
+    (name, flag) pair where the command line calls it otherwise (accum_steps is
+    --gradient_accumulation_steps). The first is `.setting`, the one refused. str() names each
+    as the library does (`max_seq_length must be at least 8`), on_command_line() as its flag
+    (`--max_seq_length must be at least 8`): the command-line layer's spelling of the same
+    mistake. Only the listed marks are replaced, so a value holding braces is left as it is."""
 
-    def __init__(self, message: str, *settings: str):
-        self.template, self.settings = message, settings
-        self.setting = settings[0] if settings else None
-        super().__init__(self._spelled(""))
+    def __init__(self, message: str, *settings: str | tuple[str, str]):
+        self.template = message
+        self.settings = tuple((s, s) if isinstance(s, str) else tuple(s) for s in settings)
+        self.setting = self.settings[0][0] if self.settings else None
+        super().__init__(self._spelled(lambda name, flag: name))
 
     def on_command_line(self) -> str:
         """The message with each setting named as its flag, `--name`."""
-        return self._spelled("--")
+        return self._spelled(lambda name, flag: f"--{flag}")
 
-    def _spelled(self, prefix: str) -> str:
+    def _spelled(self, spell) -> str:
         text = self.template
-        for name in self.settings:
-            text = text.replace("{" + name + "}", prefix + name)
+        for name, flag in self.settings:
+            text = text.replace("{" + name + "}", spell(name, flag))
         return text
+
+    def __reduce__(self):
+        # Pickled (a rank's error sent to the others) as it was made, both spellings kept.
+        return type(self), (self.template, *self.settings)
 
 
 class FlagError(SettingError):

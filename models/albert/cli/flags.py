@@ -285,17 +285,34 @@ def _micro_batch(text: str):
                                          f"{text!r}") from None
 
 
+@contextlib.contextmanager
+def in_flags():
+    """A library SettingError raised in the block raised again as the command line's FlagError,
+    its settings named as flags: for the command-line functions whose callers read the message
+    (albert.cli.resolve), not only print it."""
+    try:
+        yield
+    except FlagError:
+        raise
+    except SettingError as e:
+        raise FlagError(e.on_command_line()) from None
+
+
 # What a user can fix, and so gets one line and exit status 2: the AlbertError family and the
 # OSErrors that name their path.
 USER_ERRORS = (AlbertError, FileNotFoundError, PermissionError, IsADirectoryError,
                NotADirectoryError)
 
 
-def user_message(error: BaseException) -> str:
-    """An error's one line as a command says it: a SettingError names its settings as flags
+def as_flags(error: BaseException) -> str:
+    """An error's message as a command says it: a SettingError names its settings as flags
     (`--name`), whichever layer raised it; anything else as it is."""
-    text = error.on_command_line() if isinstance(error, SettingError) else str(error)
-    return f"error: {text}"
+    return error.on_command_line() if isinstance(error, SettingError) else str(error)
+
+
+def user_message(error: BaseException) -> str:
+    """An error's one line, as every tool prints it."""
+    return f"error: {as_flags(error)}"
 
 
 @contextlib.contextmanager
