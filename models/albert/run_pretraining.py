@@ -133,7 +133,7 @@ def check_squad(spec) -> None:
             # evaluation would find the SQuAD windows too long for its positions. A released
             # model's positions are known when the run loads it.
             check_fits(model_config(spec.model, spec.vocabulary), o.squad_max_seq_length)
-    except SettingError as e:  # run_squad's FlagError, or the library's (check_fits)
+    except SettingError as e:  # run_squad's FlagError, or the library's (check_fits, windows)
         raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(as_flags(e))}") from None
 
 
