@@ -227,7 +227,6 @@ def check_trainer_flags(entry: str, hp: dict[str, str], bare: set[str] = frozens
             {"SM_MODEL_DIR": MODEL_DIR})
     except ValueError as e:  # FlagError: an output the job would lose (a URL, a ../ path)
         raise LaunchError(f"{e}; nothing submitted") from None
-    argv = [a for a in argv if a != "--verbose"]  # every command's, outside its parser
     parser.exit_on_error = False  # its errors as FlagError (albert.cli.flags.Parser), not exit 2
     try:
         args = module.parse_args(argv, parser)

@@ -32,7 +32,6 @@ and the exit status is 1 (a non-finite number is null in the JSON).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -46,7 +45,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import numpy as np  # noqa: E402
 
-from albert.cli.flags import run_main  # noqa: E402
+from albert.cli.flags import Parser, run_main  # noqa: E402
 from albert.errors import DataError, FlagError  # noqa: E402
 from albert.model.config import PRESETS  # noqa: E402
 
@@ -60,7 +59,7 @@ LAST_POINTS = 4
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = Parser(description=__doc__.split("\n\n")[0])  # every tool's (--verbose too)
     p.add_argument("--records", required=True,
                    help="directory with train/*.tfrecord and validation/*.tfrecord "
                         "(python -m albert.create_pretraining_data)")

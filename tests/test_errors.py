@@ -6,10 +6,21 @@ tests/cli/test_flags.py, tests/test_squad_eval.py."""
 import ast
 import importlib
 import os
+import pickle
+
+import pytest
+from helpers import run_in_process
 
 import albert
 from albert import errors
-from albert.errors import AlbertError, CheckpointError, DataError, OutputError
+from albert.errors import (
+    AlbertError,
+    CheckpointError,
+    DataError,
+    FlagError,
+    OutputError,
+    SettingError,
+)
 
 PACKAGE = os.path.dirname(albert.__file__)
 
@@ -75,3 +86,45 @@ def test_one_checkpoint_error():
     assert albert.AlbertError is AlbertError
     assert {"AlbertError", "CheckpointError"} <= set(albert.__all__)
     assert reader.DataError is DataError
+
+
+# -- issue 52: a library's mistake named as the library spells it, a command's as its flag --------
+
+
+def test_a_setting_error_names_the_setting_and_the_command_line_its_flag():
+    """SettingError: str() names each marked setting bare, on_command_line() as its flag (a
+    (name, flag) pair where they differ); braces in a value stay; both spellings survive a
+    pickle (a rank's error sent to the others). FlagError is the one the command line raises,
+    its message spelled in flags already."""
+    e = SettingError("{accum_steps} must be >= 1, got {0}; see {overwrite}",
+                     ("accum_steps", "gradient_accumulation_steps"), "overwrite")
+    assert (e.setting, str(e)) == ("accum_steps", "accum_steps must be >= 1, got {0}; see "
+                                                  "overwrite")
+    assert e.on_command_line() == ("--gradient_accumulation_steps must be >= 1, got {0}; see "
+                                   "--overwrite")
+    again = pickle.loads(pickle.dumps(e))
+    assert (type(again), str(again), again.on_command_line()) == (
+        SettingError, str(e), e.on_command_line())
+    flag = FlagError("--total_steps must be at least 1, got 0")
+    assert isinstance(flag, SettingError) and issubclass(SettingError, (AlbertError, ValueError))
+    assert str(flag) == flag.on_command_line() == "--total_steps must be at least 1, got 0"
+
+
+def test_a_library_call_names_the_setting_and_the_same_mistake_on_the_command_line_its_flag(
+        sample_corpus, sample_vocab, tmp_path):
+    """InstanceOptions (albert.data.pretraining) refuses max_seq_length 4 as the library spells
+    it; create_pretraining_data --max_seq_length 4 says the same line with the flag."""
+    from albert.data.pretraining import InstanceOptions
+
+    with pytest.raises(SettingError) as refused:
+        InstanceOptions(max_seq_length=4).validate()
+    assert str(refused.value) == "max_seq_length must be at least 8, got 4"
+    assert refused.value.setting == "max_seq_length"
+    assert not isinstance(refused.value, FlagError)
+
+    code, out, err = run_in_process("create_pretraining_data", [
+        "--input", sample_corpus, "--spm_model", sample_vocab, "--output_dir",
+        tmp_path / "records", "--max_seq_length", "4", "--no_progress"])
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == "error: --max_seq_length must be at least 8, got 4"
+    assert not (tmp_path / "records").exists()

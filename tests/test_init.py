@@ -76,8 +76,8 @@ def test_import_albert_loads_nothing_until_a_name_is_asked_for():
 # TensorFlow started under. The process starts as a command's (albert.cli.quiet_start).
 ALLOCATOR_PROBE = """
 import json, os
-from albert.cli.quiet_start import import_tensorflow, quiet_argv
-quiet_argv([])
+from albert.cli.quiet_start import import_tensorflow, start_environment
+start_environment(False)
 tf = import_tensorflow(False)
 print(os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"))
 x = tf.random.normal([512, 512])

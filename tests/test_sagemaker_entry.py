@@ -159,7 +159,7 @@ def test_run_pretraining_keeps_its_checkpoints_and_logs_in_the_jobs_model_direct
 
 def test_the_entry_turns_verbose_true_back_into_the_bare_flag(monkeypatch):
     """The launcher passes a bare --verbose as "True"; the entry script turns it back into the
-    bare flag, which every command takes (outside its parser), and no stray "True" follows."""
+    bare flag, which every command's parser takes, and no stray "True" follows."""
     from albert import run_squad
 
     assert "--verbose" in boolean_flags(run_squad.build_parser())

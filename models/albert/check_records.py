@@ -22,14 +22,12 @@ exit status is the files' still.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
 from tqdm import tqdm
 
 from albert.cli import flags
-from albert.cli.quiet_start import import_tensorflow, quiet_argv
 from albert.data.record_stats import (
     REPEATS,
     Comparison,
@@ -100,14 +98,18 @@ def _shapes_fromfirst_record(files):
     return None
 
 
-def check(args, verbose: bool = False) -> int:
-    vocab_size, vocabulary = args.vocab_size, f"--vocab_size {args.vocab_size}"
-    if args.spm_model:  # before TensorFlow loads: a wrong path is said at once
+def vocabulary_size(args) -> tuple[int | None, str]:
+    """(the vocabulary's size or None, how it was given): run_main's prepare step, before
+    TensorFlow loads, so a wrong --spm_model path is said at once."""
+    if args.spm_model:
         vocab_size = load_spm(args.spm_model).GetPieceSize()
-        vocabulary = f"--spm_model {args.spm_model}, {vocab_size} pieces"
+        return vocab_size, f"--spm_model {args.spm_model}, {vocab_size} pieces"
+    return args.vocab_size, f"--vocab_size {args.vocab_size}"
 
-    import_tensorflow(verbose)  # its start-up lines captured, as every command's
-    # TensorFlow (albert.data.reader) only now, after the vocabulary: see above.
+
+def check(args, vocabulary: tuple[int | None, str]) -> int:
+    vocab_size, vocabulary = vocabulary
+    # TensorFlow (albert.data.reader) only now, after the vocabulary (vocabulary_size).
     from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
 
     files = resolve_files(args.patterns, args.filesystem_prefix)
@@ -232,14 +234,8 @@ def statistics(sources, files, seq, preds) -> str:
 
 
 def main(argv=None) -> int:
-    verbose = "--verbose" in (sys.argv[1:] if argv is None else argv)
-    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    # The reader logs how it took a pattern apart (a comma split); stderr, as the errors.
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("absl").setLevel(logging.WARNING)
-    args = parse_args(argv)
-    with flags.user_errors():  # no files match, a missing or wrong --spm_model: one line, status 2
-        return check(args, verbose)
+    # The reader logs how it took a pattern apart (a comma split): run_main's logging, stderr.
+    return flags.run_main(parse_args, check, argv, prepare=vocabulary_size)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import sys
 import uuid
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
 from albert.data.corpus import (
     FORMATS,
     ReadStats,
@@ -118,12 +117,11 @@ def _written(output: str):
             os.remove(staged)
 
 
-def main(argv=None) -> int:
-    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    args = parse_args(argv)
+def run(args) -> int:
+    """The text written, its summary line; a bad flag or an input that cannot be read is
+    run_main's one line and status 2."""
     try:
-        with flags.user_errors():  # a bad flag, an input that cannot be read: one line, status 2
-            counts = write_text(args)
+        counts = write_text(args)
     except BrokenPipeError:
         # The reader of stdout had enough (| head): not an error. Later flushes go nowhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -136,6 +134,10 @@ def main(argv=None) -> int:
           f"{args.output}" + (f"; skipped {skipped}" if skipped else ""),
           file=sys.stderr if args.output == "-" else sys.stdout)
     return 0
+
+
+def main(argv=None) -> int:
+    return flags.run_main(parse_args, run, argv, needs_tensorflow=False)  # a data tool
 
 
 if __name__ == "__main__":

@@ -44,7 +44,6 @@ import threading
 import time
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
 from albert.data.chunks import GeneratorSettings
 from albert.data.corpus import FORMATS, check_input, expand_inputs
 from albert.data.output_dir import (
@@ -202,10 +201,10 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def main(argv=None):
-    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    args = parse_args(argv)
+def run_command(args) -> int:
+    """run(args) as the command runs it: SIGTERM unwinds through its cleanup, the closing line
+    printed; its exit status returned (to a caller in-process too): 2 for the user's errors
+    (one line, user_errors), 1 for a worker that died."""
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm) if in_main_thread else None
     try:
@@ -221,6 +220,10 @@ def main(argv=None):
             signal.signal(signal.SIGTERM, previous)
     print(closing_line(result, args.output_dir))
     return 0
+
+
+def main(argv=None):
+    return flags.run_main(parse_args, run_command, argv, needs_tensorflow=False)  # no TensorFlow
 
 
 if __name__ == "__main__":

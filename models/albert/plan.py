@@ -12,7 +12,6 @@ import math
 import sys
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
 from albert.model.config import PRESETS
 from albert.train.memory_plan import COMPUTE_BYTES, fits_table
 
@@ -59,20 +58,26 @@ def build_parser() -> flags.Parser:
     return p
 
 
-def main(argv=None) -> int:
-    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    args = build_parser().parse_args(argv)
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
+
+
+def run(args) -> int:
+    """The table on stdout; every value it cannot plan for, one line each, and status 2."""
     problems = _bad_values(args)
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     gbs = [int(gb) if gb == int(gb) else gb for gb in args.memory_budget_gb]
-    with flags.user_errors():  # a flag that cannot work: one line, status 2
-        print("\n".join(fits_table(args.model_size, args.max_seq_length, args.precision, gbs,
-                                   ranks=args.plan_ranks,
-                                   accumulation=args.gradient_accumulation_steps)))
+    print("\n".join(fits_table(args.model_size, args.max_seq_length, args.precision, gbs,
+                               ranks=args.plan_ranks,
+                               accumulation=args.gradient_accumulation_steps)))
     return 0
+
+
+def main(argv=None) -> int:
+    return flags.run_main(parse_args, run, argv, needs_tensorflow=False)  # the arithmetic alone
 
 
 if __name__ == "__main__":

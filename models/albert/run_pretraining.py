@@ -18,10 +18,10 @@ import re
 import sys
 
 from albert import run_squad
-from albert.cli.flags import Parser, add_model_flags, add_training_flags, run_main
+from albert.cli.flags import Parser, add_model_flags, add_training_flags, as_flags, run_main
 from albert.cli.resolve import check_training_flags, plan_ranks, resolve_spec
 from albert.data.squad import SquadError, read_squad
-from albert.errors import FlagError
+from albert.errors import FlagError, SettingError
 from albert.tasks.pretraining_options import (
     SQUAD_FLAGS,
     PretrainingDeclaration,
@@ -138,8 +138,8 @@ def check_squad(spec) -> None:
             # evaluation would find the SQuAD windows too long for its positions. A released
             # model's positions are known when the run loads it.
             check_fits(model_config(spec.model, spec.vocabulary), o.squad_max_seq_length)
-    except FlagError as e:
-        raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(str(e))}") from None
+    except SettingError as e:  # run_squad's FlagError, or the library's (check_fits, windows)
+        raise FlagError(f"--squad_frequency's SQuAD run: {squad_names(as_flags(e))}") from None
 
 
 def squad_names(message: str) -> str:

@@ -16,7 +16,6 @@ import json
 import sys
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
 from albert.errors import DataError
 from albert.eval.squad_scoring import (
     check_na_probs,
@@ -57,33 +56,36 @@ def build_parser() -> flags.Parser:
     return p
 
 
-def main(argv=None) -> int:
-    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    args = build_parser().parse_args(argv)
-    with flags.user_errors():  # a file that is missing or not SQuAD's layout: one line, status 2
-        data = _load_json(args.data_file, "data file")
-        if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-            raise DataError(f"{args.data_file} is not a SQuAD file (no top-level 'data' list)")
-        preds = _load_json(args.pred_file, "predictions file")
-        check_predictions(preds, f"predictions file {args.pred_file}")
-        version = VERSIONS.get(args.squad_version) or detect_version(data)
-        try:
-            qids = question_ids(data)
-            missing = [q for q in qids if q not in preds]
-        except (KeyError, TypeError) as e:
-            raise DataError(f"{args.data_file} is not in the SQuAD layout (data -> paragraphs "
-                            f"-> qas with an 'id' string): {e!r}") from None
-        na_probs = None
-        if args.na_prob_file:
-            na_probs = _load_json(args.na_prob_file, "no-answer file")
-            if version == "v2.0":
-                check_na_probs(na_probs, [q for q in qids if q in preds],
-                               f"no-answer file {args.na_prob_file}")
-        try:
-            result = evaluate(data, preds, na_probs, version)
-        except (KeyError, TypeError) as e:
-            raise DataError(f"{args.data_file}: a question lacks a field the SQuAD layout has "
-                            f"({e!r})") from None
+def parse_args(argv=None):
+    return build_parser().parse_args(argv)
+
+
+def run(args) -> int:
+    """The scores on stdout (and in --output); a file that is missing or not SQuAD's layout is
+    run_main's one line and status 2."""
+    data = _load_json(args.data_file, "data file")
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise DataError(f"{args.data_file} is not a SQuAD file (no top-level 'data' list)")
+    preds = _load_json(args.pred_file, "predictions file")
+    check_predictions(preds, f"predictions file {args.pred_file}")
+    version = VERSIONS.get(args.squad_version) or detect_version(data)
+    try:
+        qids = question_ids(data)
+        missing = [q for q in qids if q not in preds]
+    except (KeyError, TypeError) as e:
+        raise DataError(f"{args.data_file} is not in the SQuAD layout (data -> paragraphs "
+                        f"-> qas with an 'id' string): {e!r}") from None
+    na_probs = None
+    if args.na_prob_file:
+        na_probs = _load_json(args.na_prob_file, "no-answer file")
+        if version == "v2.0":
+            check_na_probs(na_probs, [q for q in qids if q in preds],
+                           f"no-answer file {args.na_prob_file}")
+    try:
+        result = evaluate(data, preds, na_probs, version)
+    except (KeyError, TypeError) as e:
+        raise DataError(f"{args.data_file}: a question lacks a field the SQuAD layout has "
+                        f"({e!r})") from None
     if missing:
         rule = ("scored 0 and counted in the total" if version == "v1.1"
                 else "left out of every score and total")
@@ -99,6 +101,10 @@ def main(argv=None) -> int:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text + "\n")
     return 0
+
+
+def main(argv=None) -> int:
+    return flags.run_main(parse_args, run, argv, needs_tensorflow=False)  # scoring is numbers
 
 
 if __name__ == "__main__":

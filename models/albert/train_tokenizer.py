@@ -36,7 +36,6 @@ import tempfile
 from collections.abc import Iterator
 
 from albert.cli import flags
-from albert.cli.quiet_start import quiet_argv
 from albert.data.corpus import (
     FORMATS,
     InputSkips,
@@ -311,10 +310,9 @@ def train(args) -> str:
     return train_with_summary(args)["spm_model"]
 
 
-def main(argv=None):
-    argv = quiet_argv(argv)  # as every tool: --verbose keeps the start-up lines
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    args = parse_args(argv)
+def train_and_report(args) -> int:
+    """train_with_summary(args) as the command runs it: its closing line; its exit status
+    returned (to a caller in-process too), 2 for the user's errors (one line, user_errors)."""
     try:
         with flags.user_errors():  # a bad flag or input, an --output_dir that cannot be written
             summary = train_with_summary(args)
@@ -325,6 +323,10 @@ def main(argv=None):
           f"{summary['sentences']} sentences from {summary['documents']} documents"
           + (f"; skipped {skipped}" if skipped else ""))
     return 0
+
+
+def main(argv=None):
+    return flags.run_main(parse_args, train_and_report, argv, needs_tensorflow=False)
 
 
 if __name__ == "__main__":

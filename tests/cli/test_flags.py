@@ -332,6 +332,39 @@ def test_a_runners_own_checks_raise_too_with_its_parser_given():
     assert run_pretraining.parse_args(["--total_steps", "3"], parser).total_steps == 3
 
 
+# -- --verbose: a flag of every tool's parser (issue 52) -----------------------------------------
+
+
+@pytest.mark.parametrize("tool", EVERY_TOOL + ("demo.sweep",))
+def test_verbose_is_a_flag_of_every_tools_parser(tool, monkeypatch):
+    """--verbose is declared by the Parser itself: in every tool's --help, and abbreviated as
+    argparse abbreviates any flag (the Parser allows abbreviations): --verb can mean no other
+    flag of any tool."""
+    monkeypatch.setenv("COLUMNS", "200")
+    parser = tool_parser(tool)
+    assert parser.allow_abbrev
+    assert re.search(r"\n  --verbose +show TensorFlow's start-up lines", parser.format_help())
+    assert [o for o in parser.option_actions() if o.startswith("--verb")] == ["--verbose"]
+
+
+def test_verbose_is_read_from_the_parsed_flags_abbreviated_or_ambiguous_as_any(monkeypatch):
+    """run_main reads --verbose from the parsed flags: --verb is it (TensorFlow's own log level
+    turned up, as --verbose does), and a prefix that could be two flags is refused as argparse
+    refuses any."""
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")  # restored after the test
+    code, out, err = run_in_process("plan", ["--verb", "--model_size", "tiny", "--precision",
+                                             "fp32", "--max_seq_length", "128",
+                                             "--memory_budget_gb", "16"])
+    assert (code, err) == (0, "") and "tiny" in out
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
+
+    code, out, err = run_in_process("squad_eval", ["dev.json", "preds.json", "--ver"])
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1].endswith(
+        "error: ambiguous option: --ver could match --verbose, --version")
+
+
 # -- user_errors: the error family as one line and exit status 2 --------------------------------
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from albert.cli import flags
-from albert.cli.quiet_start import import_tensorflow, quiet_argv, start_environment
+from albert.cli.quiet_start import import_tensorflow, start_environment
 
 NOISE = "oneDNN custom operations are on (a C++ line, before any log level applies)"
 BROKEN = "libcudart.so.12: cannot open shared object file: No such file or directory"
@@ -79,7 +79,7 @@ def test_the_variable_shows_the_hidden_lines(stand_in, capfd, show):
 
 
 def test_verbose_shows_them_too(stand_in, capfd):
-    assert quiet_argv(["--a", "--verbose", "b"]) == ["--a", "b"]
+    start_environment(True)
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "0"
     import_tensorflow(True, module="noisy_ok")
 
@@ -89,36 +89,43 @@ def test_verbose_shows_them_too(stand_in, capfd):
 def test_the_start_sets_defaults_and_a_value_the_user_set_wins(stand_in):
     """Issue 52: a command's process gets TensorFlow's BFC CPU allocator (and its quiet log
     level) where the user said nothing; TF_CPU_ALLOCATOR_USE_BFC=false stays false."""
-    quiet_argv([])
+    start_environment(False)
     assert {n: os.environ.get(n) for n in VARIABLES} == {
         "TF_CPP_MIN_LOG_LEVEL": "2", "TRANSFORMERS_VERBOSITY": "error",
         "ALBERT_SHOW_START_UP": None, "TF_CPU_ALLOCATOR_USE_BFC": "true"}
     stand_in.setenv("TF_CPU_ALLOCATOR_USE_BFC", "false")
     stand_in.setenv("TF_CPP_MIN_LOG_LEVEL", "1")
-    quiet_argv([])
+    start_environment(False)
     assert os.environ["TF_CPU_ALLOCATOR_USE_BFC"] == "false"
     assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "1"
 
 
 def test_run_main_starts_tensorflow_after_the_flags(stand_in, monkeypatch):
-    """run_main: the variables first, then the flags (a bad one answered without TensorFlow),
-    then TensorFlow once, then run(); --plan_only reads its plan without TensorFlow."""
+    """run_main: the flags first (a bad one answered without TensorFlow), then the variables
+    from the parsed --verbose, then TensorFlow once, then run(); --plan_only reads its plan
+    without TensorFlow, nor does a tool that needs none."""
     imports = []
     monkeypatch.setattr(flags, "import_tensorflow", lambda verbose: imports.append(verbose))
 
     def parse(argv):
-        if argv == ["--bad"]:
+        parser = flags.Parser()
+        parser.add_argument("--plan_only", action="store_true")
+        args = parser.parse_args([a for a in argv if a != "--bad"])
+        if "--bad" in argv:
             raise flags.FlagError("--bad: expected nothing")
-        return type("Args", (), {"plan_only": argv == ["--plan_only"]})()
+        return args
 
     def run(args):
         assert os.environ["TF_CPU_ALLOCATOR_USE_BFC"] == "true"
         return len(imports)
 
-    assert flags.run_main(parse, run, ["--bad"]) == 2 and imports == []
+    assert flags.run_main(parse, run, ["--bad", "--verbose"]) == 2 and imports == []
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ  # nothing set before the flags were good
     assert flags.run_main(parse, run, ["--plan_only"]) == 0 and imports == []
     assert flags.run_main(parse, run, []) == 1 and imports == [False]
     assert flags.run_main(parse, run, ["--verbose"]) == 2 and imports == [False, True]
+    assert flags.run_main(parse, run, ["--verb"], needs_tensorflow=False) == 2  # abbreviated
+    assert imports == [False, True]
 
 
 @pytest.mark.e2e
@@ -127,8 +134,8 @@ def test_keras_finds_scikit_learn_after_a_fresh_start():
     wrapper works in a command's process (the old start-up's import hook made Keras take
     scikit-learn as not installed for the rest of the process). A fresh interpreter: the start
     step must be what imports TensorFlow and Keras first, which pytest's process has done."""
-    code = ("from albert.cli.quiet_start import import_tensorflow, quiet_argv\n"
-            "quiet_argv([])\n"
+    code = ("from albert.cli.quiet_start import import_tensorflow, start_environment\n"
+            "start_environment(False)\n"
             "import_tensorflow(False)\n"
             "import keras\n"
             "keras.wrappers.SKLearnClassifier(model=lambda X, y: None)\n"

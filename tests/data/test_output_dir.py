@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from albert.data import output_dir
-from albert.errors import FlagError
+from albert.errors import SettingError
 
 
 def test_a_non_empty_directory_needs_overwrite(tmp_path):
@@ -16,18 +16,22 @@ def test_a_non_empty_directory_needs_overwrite(tmp_path):
     output_dir.check_output_dir(out, False, [])  # empty: fine
     for name in "abcde":
         open(os.path.join(out, name), "w").close()
-    with pytest.raises(FlagError, match=r"is not empty \(a, b, c, d, \.\.\.\); pass --overwrite"):
+    with pytest.raises(SettingError, match=r"^output_dir .* is not empty \(a, b, c, d, \.\.\.\); "
+                                           r"pass overwrite") as refused:
         output_dir.check_output_dir(out, False, [])
+    assert refused.value.setting == "output_dir"
+    assert refused.value.on_command_line().startswith(f"--output_dir {out} is not empty")
+    assert "pass --overwrite to replace it" in refused.value.on_command_line()
     output_dir.check_output_dir(out, True, [])
 
 
 def test_an_input_inside_or_a_file_is_refused(tmp_path):
     out = str(tmp_path / "data")
-    with pytest.raises(FlagError, match="holds the input"):
+    with pytest.raises(SettingError, match="holds the input"):
         output_dir.check_output_dir(out, True, [os.path.join(out, "corpus.txt")])
     output_dir.check_output_dir(out, True, [str(tmp_path / "data2" / "corpus.txt")])
     (tmp_path / "data").write_text("a file")
-    with pytest.raises(FlagError, match="exists and is not a directory"):
+    with pytest.raises(SettingError, match="exists and is not a directory"):
         output_dir.check_output_dir(out, True, [])
 
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from albert.data.pretraining import Instance, InstanceMaker, InstanceOptions, is_start_piece
-from albert.errors import FlagError
+from albert.errors import SettingError
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +55,8 @@ def test_instances_fit_the_sequence_and_mask_real_tokens(maker):
 def test_start_pieces_and_bad_options():
     assert is_start_piece("\u2581the") and is_start_piece(",") and is_start_piece("<unk>")
     assert not is_start_piece("ing")
-    for options, message in ((InstanceOptions(4), "--max_seq_length must be at least 8"),
-                             (InstanceOptions(masked_lm_prob=1.0), "--masked_lm_prob"),
+    for options, message in ((InstanceOptions(4), "^max_seq_length must be at least 8"),
+                             (InstanceOptions(masked_lm_prob=1.0), "^masked_lm_prob"),
                              (InstanceOptions(max_predictions_per_seq=0), "predictions")):
-        with pytest.raises(FlagError, match=message):
+        with pytest.raises(SettingError, match=message):
             options.validate()

@@ -305,7 +305,7 @@ def test_a_vocabulary_that_does_not_fit_the_model_is_refused_before_any_write(
     import shutil
 
     from albert import export
-    from albert.errors import FlagError
+    from albert.errors import SettingError
     from albert.io import weights
     from albert.io.pretrained import replace_pretrained
 
@@ -315,17 +315,17 @@ def test_a_vocabulary_that_does_not_fit_the_model_is_refused_before_any_write(
                "spm_model it was trained with")
     for save in (lambda path, **kw: save_pretrained(model, path, **kw), model.save_pretrained,
                  lambda path, **kw: replace_pretrained(model, path, **kw)):
-        with pytest.raises(FlagError) as error:
+        with pytest.raises(SettingError) as error:
             save(tmp_path / "new", spm_model=sample_vocab)
         assert str(error.value) == message.format(sample_vocab)
         assert not (tmp_path / "new").exists()
     before = files(saved)
-    with pytest.raises(FlagError, match="has 2000 pieces"):
+    with pytest.raises(SettingError, match="has 2000 pieces"):
         save_pretrained(model, saved, spm_model=sample_vocab)
     assert files(saved) == before
     shutil.copyfile(sample_vocab, saved / "spiece.model")
     before = files(saved)
-    with pytest.raises(FlagError) as error:
+    with pytest.raises(SettingError) as error:
         save_pretrained(model, saved)
     assert str(error.value) == message.format(saved / "spiece.model")
     assert files(saved) == before

@@ -23,7 +23,7 @@ def test_export_replaces_an_existing_version(tmp_path):
     export_saved_model(second, str(out), "qa")
     assert json.loads((out / "assets" / "config.json").read_text())["vocab_size"] == 60
     assert sorted(os.listdir(tmp_path / "serving")) == ["1"]  # no temporary leftovers
-    with pytest.raises(ValueError, match="--head pretraining needs a model with a predictions"):
+    with pytest.raises(ValueError, match="^task pretraining needs a model with a predictions"):
         export_saved_model(second, str(tmp_path / "x"), "pretraining")
 
 

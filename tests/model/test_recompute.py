@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.model.dropout import SITE_FFN_OUTPUT, StatelessDropout, dropout_key, layer_scope
 from albert.model.recompute import recomputed, set_recompute, weights_of
 
@@ -97,6 +97,6 @@ def test_set_recompute_sets_the_encoder_mode_and_rejects_others():
     assert model.albert.encoder.recompute == "none"
     set_recompute(model, "layers")
     assert model.albert.encoder.recompute == "layers"
-    with pytest.raises(FlagError, match="--recompute must be one of"):
+    with pytest.raises(SettingError, match="^mode must be one of"):
         set_recompute(model, "attention")
     assert model.albert.encoder.recompute == "layers"

@@ -47,7 +47,7 @@ def test_batch_plan_is_exact_or_refused():
     # never rounded down to fewer sequences per update than asked.
     assert resolve_batch_plan(2, 32, 256, None, 8).accumulation == 4
     for ranks, per_gpu, global_batch in ((2, 32, 250), (1, 32, 48), (4, 8, 16)):
-        with pytest.raises(PlanError, match=f"--global_batch_size {global_batch} is not a "
+        with pytest.raises(PlanError, match=f"^global_batch_size {global_batch} is not a "
                                             "multiple"):
             resolve_batch_plan(ranks, per_gpu, global_batch, None, 8)
     # Derived micro-batch: 96 = 12 x 4 x 2; 100 is not divisible by 2 x 4.
@@ -59,8 +59,11 @@ def test_batch_plan_is_exact_or_refused():
     # The default micro-batch applies when only the global batch is given.
     plan = resolve_batch_plan(1, None, 64, None, 16)
     assert (plan.micro_batch, plan.accumulation, plan.global_batch) == (16, 4, 64)
-    for flag, args in (("--per_gpu_batch_size", (1, 0, None, None, 8)),
-                       ("--global_batch_size", (1, None, 0, None, 8)),
-                       ("--gradient_accumulation_steps", (1, None, None, 0, 8))):
-        with pytest.raises(PlanError, match=f"{flag} must be at least 1"):
+    for setting, args in (("per_gpu_batch_size", (1, 0, None, None, 8)),
+                          ("global_batch_size", (1, None, 0, None, 8)),
+                          ("gradient_accumulation_steps", (1, None, None, 0, 8))):
+        with pytest.raises(PlanError, match=f"^{setting} must be at least 1") as refused:
             resolve_batch_plan(*args)
+        # The command line names it as its flag (albert.cli.flags.user_errors).
+        assert refused.value.setting == setting
+        assert refused.value.on_command_line().startswith(f"--{setting} must be at least 1")

@@ -10,7 +10,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from albert.errors import DataError, FlagError
+from albert.errors import DataError, SettingError
 from albert.train.distributed import Distributed
 from albert.train.evaluation import Evaluation
 from albert.train.loop import DivergedError, StopSignal, fit
@@ -122,8 +122,11 @@ def test_a_diverged_update_stops_the_run_at_once_naming_the_rate_and_saves_nothi
     assert trainer.calls == 7 and saves == [4]  # not retried; the diverged weights not kept
     message = str(raised.value)
     assert message.startswith("training diverged at update 7: its gradients are not finite")
-    assert "(it was 0.01 at this update)" in message and "lower --learning_rate" in message
-    assert "--overwrite_checkpoint_dir" in message
+    assert "(it was 0.01 at this update)" in message and "lower learning_rate" in message
+    assert "with overwrite_checkpoint_dir or a new checkpoint_dir" in message
+    assert "lower --learning_rate" in raised.value.on_command_line()
+    assert "with --overwrite_checkpoint_dir or a new --checkpoint_dir" in \
+        raised.value.on_command_line()
     assert message.endswith("the checkpoint at step 4 holds the run before it.")
     # Before any checkpoint, it says so.
     with pytest.raises(DivergedError, match="no checkpoint was saved"):
@@ -179,5 +182,5 @@ def test_data_running_out_or_corrupt_is_an_error_after_saving_the_progress():
 
 
 def test_log_frequency_below_one_is_refused_naming_the_flag():
-    with pytest.raises(FlagError, match="--log_frequency must be at least 1, got 0"):
+    with pytest.raises(SettingError, match="^log_frequency must be at least 1, got 0"):
         run(FakeTrainer(), log_frequency=0)

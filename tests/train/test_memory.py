@@ -4,7 +4,7 @@ are refused, --plan_only's lines, the trial steps' synthetic batches."""
 
 import pytest
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.model.config import AlbertConfig
 from albert.train.batch_plan import BatchPlan
 from albert.train.memory import (
@@ -49,22 +49,40 @@ def test_auto_with_a_trial_takes_the_trials_answer():
     assert "ran on this GPU; 16 ran out of memory" in line
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--per_gpu_batch_size", "auto"], "--per_gpu_batch_size auto needs --global_batch_size"),
-    (["--per_gpu_batch_size", "auto", "--global_batch_size", "64",
-      "--gradient_accumulation_steps", "2"], "drop --gradient_accumulation_steps"),
-    (["--memory_budget_gb", "nan"], "--memory_budget_gb must be a size in GB above 0, got nan"),
+@pytest.mark.parametrize("fields, message, on_command_line", [
+    ({"per_gpu_batch_size": "auto"}, "^per_gpu_batch_size auto needs global_batch_size",
+     "--per_gpu_batch_size auto needs --global_batch_size"),
+    ({"per_gpu_batch_size": "auto", "global_batch_size": 64, "gradient_accumulation_steps": 2},
+     "itself; drop gradient_accumulation_steps$",
+     "--per_gpu_batch_size auto chooses the accumulation itself; drop "
+     "--gradient_accumulation_steps"),
+    ({"memory_budget_gb": float("nan")},
+     "^memory_budget_gb must be a size in GB above 0, got nan$",
+     "--memory_budget_gb must be a size in GB above 0, got nan"),
 ])
-def test_batching_that_cannot_work_is_refused_naming_the_flag(flags, message):
-    with pytest.raises(FlagError, match=message):
-        check_batching(pretraining_spec(*flags).batching)
+def test_batching_that_cannot_work_is_refused_naming_the_setting(fields, message,
+                                                                  on_command_line):
+    """The library names each Batching field (a SettingError, no flag in sight); the same
+    mistake made on the command line is named by the flags of the same names."""
+    from albert.errors import FlagError
+    from albert.train.run_spec import Batching
+
+    with pytest.raises(SettingError, match=message) as refused:
+        check_batching(Batching(**fields))
+    assert "--" not in str(refused.value)
+    assert refused.value.on_command_line().startswith(on_command_line)
+
+    flags = [item for name, value in fields.items() for item in (f"--{name}", str(value))]
+    with pytest.raises(FlagError) as refused:
+        pretraining_spec(*flags)
+    assert str(refused.value).startswith(on_command_line)
 
 
 def test_nothing_fitting_is_a_flag_error_saying_what_one_sequence_plans():
     spec = pretraining_spec("--per_gpu_batch_size", "auto", "--global_batch_size", "8",
                             "--memory_budget_gb", "0.01")
-    with pytest.raises(FlagError, match=r"not even a micro-batch of 1 fits 90% of 0\.01 GB "
-                                        r"\(--memory_budget_gb\): a micro-batch of 1 plans"):
+    with pytest.raises(SettingError, match=r"not even a micro-batch of 1 fits 90% of 0\.01 GB "
+                                           r"\(memory_budget_gb\): a micro-batch of 1 plans"):
         resolve_auto_batch(spec, 1, AlbertConfig.from_preset("base"), head="pretraining")
 
 
@@ -80,6 +98,6 @@ def test_plan_only_lines_plan_the_run_and_warn_when_it_does_not_fit():
     fits = plan_only_lines(pretraining_spec("--per_gpu_batch_size", "8",
                                             "--memory_budget_gb", "80"), 8, head="pretraining")
     assert len(fits) == 2 and not any(line.startswith("warning") for line in fits)
-    with pytest.raises(FlagError, match="give --memory_budget_gb"):
+    with pytest.raises(SettingError, match="give memory_budget_gb"):
         plan_only_lines(pretraining_spec("--per_gpu_batch_size", "auto",
                                          "--global_batch_size", "64"), 1, head="pretraining")

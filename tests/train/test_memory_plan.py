@@ -81,9 +81,9 @@ def test_plan_decides_more_fits_with_recompute():
 
 def test_bad_names_are_errors():
     config = AlbertConfig.from_preset("tiny")
-    with pytest.raises(ValueError, match="--recompute must be one of"):
+    with pytest.raises(ValueError, match="^recompute must be one of"):
         memory_plan(config, 128, 8, recompute="attention")
-    with pytest.raises(ValueError, match="--precision must be one of"):
+    with pytest.raises(ValueError, match="^precision must be one of"):
         memory_plan(config, 128, 8, precision="fp8")
     with pytest.raises(ValueError, match="head must be one of"):
         parameter_count(config, "ner")

@@ -103,7 +103,7 @@ def test_lamb_trust_ratio_makes_update_scale_with_weight_norm():
 
 
 def test_unknown_optimizer():
-    with pytest.raises(ValueError, match="--optimizer must be lamb or adamw"):
+    with pytest.raises(ValueError, match="^name must be lamb or adamw"):
         make_optimizer("sgd", [])
 
 
@@ -147,7 +147,7 @@ def test_schedule_from_zero_is_googles_polynomial_decay():
     assert lr(50) == pytest.approx(0.5)
     assert lr(99) == pytest.approx(0.01)
     assert lr(4) == pytest.approx(0.5)  # warmup overrides
-    with pytest.raises(ValueError, match="--lr_decay"):
+    with pytest.raises(ValueError, match="^decay must be from_warmup or from_zero"):
         learning_rate_at(0, 1.0, 0, 10, decay="cosine")
 
 

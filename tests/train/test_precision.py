@@ -5,7 +5,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.train.precision import COMPUTE_DTYPES, PRECISIONS, set_precision
 
 
@@ -30,7 +30,7 @@ def test_every_named_precision_has_a_compute_dtype():
 @pytest.mark.parametrize("bad", ["fp8", "float16", "", "FP16"])
 def test_an_unknown_precision_is_refused_naming_the_flag_and_keeps_the_policy(bad):
     set_precision("bf16")
-    with pytest.raises(FlagError, match=r"--precision must be one of \('fp32', 'fp16', 'bf16'\)"
-                                        rf", got {bad!r}"):
+    with pytest.raises(SettingError, match=r"^precision must be one of \('fp32', 'fp16', "
+                                           rf"'bf16'\), got {bad!r}"):
         set_precision(bad)
     assert keras.mixed_precision.global_policy().name == "mixed_bfloat16"

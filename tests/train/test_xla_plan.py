@@ -27,7 +27,7 @@ def test_auto_xla_compiles_the_gradient_only_where_its_matmul_wins(monkeypatch, 
     assert calls and all(dtype == tf.bfloat16 for dtype, _ in calls)  # probed in the compute dtype
     assert xla_plan.choose_xla("off", "fp32") == (False, False, "--xla off", False)
     assert xla_plan.choose_xla("on", "fp32")[:2] == (True, True)
-    with pytest.raises(ValueError, match="--xla must be one of"):
+    with pytest.raises(ValueError, match="^mode must be one of"):
         xla_plan.choose_xla("yes", "fp32")
 
 

@@ -13,8 +13,8 @@ import logging
 import os
 import sys
 
-from albert.cli.quiet_start import import_tensorflow, quiet_argv
-from albert.errors import AlbertError, FlagError
+from albert.cli.quiet_start import import_tensorflow, start_environment
+from albert.errors import AlbertError, FlagError, SettingError
 from albert.model.config import PRESETS, RECOMPUTE_MODES
 
 # check_fits, check_vocabulary and _parse_override are re-exported for the serving tools and tests.
@@ -61,11 +61,18 @@ class Parser(argparse.ArgumentParser):
     actions listed (actions(), option_actions()) for whoever encodes or checks its flags. With
     exit_on_error=False, which argparse itself honours only in part (an unknown or missing flag
     still exits), every parsing error is a FlagError instead of usage and exit status 2: what
-    the SageMaker launcher checks a job's flags with before anything is paid for."""
+    the SageMaker launcher checks a job's flags with before anything is paid for.
+
+    Every tool takes --verbose (TensorFlow's start-up lines shown, albert.cli.quiet_start),
+    declared here as any flag: in --help, abbreviated as argparse allows (allow_abbrev), a
+    SageMaker hyperparameter as any bare flag; run_main reads it from the parsed flags."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.add_argument("--verbose", action="store_true",
+                          help="show TensorFlow's start-up lines and its C++ log (as "
+                               "ALBERT_SHOW_START_UP=1 does)")
 
     def actions(self) -> list[argparse.Action]:
         """Every argument's action, its groups' included, in the order they were added."""
@@ -279,51 +286,75 @@ def _micro_batch(text: str):
 
 
 @contextlib.contextmanager
-def user_errors():
-    """Turn the errors a user can fix into one 'error: ...' line and exit status 2, instead of a
-    traceback: the AlbertError family (a bad flag, config, checkpoint or input file; an output
-    that cannot be written) and the OSErrors that name their path (a file missing, not
-    readable, a directory where a file belongs or the other way round). Anything else, a plain
-    ValueError included, is a bug and keeps its traceback."""
+def in_flags():
+    """A library SettingError raised in the block raised again as the command line's FlagError,
+    its settings named as flags: for the command-line functions whose callers read the message
+    (albert.cli.resolve), not only print it."""
     try:
         yield
-    except (AlbertError, FileNotFoundError, PermissionError, IsADirectoryError,
-            NotADirectoryError) as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
+    except FlagError:
+        raise
+    except SettingError as e:
+        raise FlagError(e.on_command_line()) from None
+
+
+# What a user can fix, and so gets one line and exit status 2: the AlbertError family and the
+# OSErrors that name their path.
+USER_ERRORS = (AlbertError, FileNotFoundError, PermissionError, IsADirectoryError,
+               NotADirectoryError)
+
+
+def as_flags(error: BaseException) -> str:
+    """An error's message as a command says it: a SettingError names its settings as flags
+    (`--name`), whichever layer raised it; anything else as it is."""
+    return error.on_command_line() if isinstance(error, SettingError) else str(error)
+
+
+def user_message(error: BaseException) -> str:
+    """An error's one line, as every tool prints it."""
+    return f"error: {as_flags(error)}"
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn the errors a user can fix into one 'error: ...' line (user_message) and exit status
+    2, instead of a traceback: the AlbertError family (a bad flag or setting, config,
+    checkpoint or input file; an output that cannot be written) and the OSErrors that name their
+    path (a file missing, not readable, a directory where a file belongs or the other way
+    round). Anything else, a plain ValueError included, is a bug and keeps its traceback."""
+    try:
+        yield
+    except USER_ERRORS as e:
+        print(user_message(e), file=sys.stderr, flush=True)
         sys.exit(2)
 
 
-def run_main(parse_args, run, argv=None, prepare=None) -> int:
-    """A CLI's main(): start-up noise silenced (albert.cli.quiet_start; --verbose, which every
-    command takes, keeps it), logging set up as every tool logs, flags parsed, TensorFlow
-    imported (its start-up lines captured), run(args) with the user's errors turned into one line
-    (user_errors). With `prepare`, run(args, prepare(args)): prepare's checks need no TensorFlow,
-    and their FlagError is answered before TensorFlow is imported, so a typo costs no wait."""
-    verbose = "--verbose" in (sys.argv[1:] if argv is None else argv)
-    argv = quiet_argv(argv)
+def run_main(parse_args, run, argv=None, prepare=None, *, needs_tensorflow: bool = True) -> int:
+    """Every tool's main(): logging set up as every tool logs, flags parsed, the start-up
+    variables set (albert.cli.quiet_start.start_environment, from the parsed --verbose), then
+    TensorFlow imported with its start-up lines captured, then run(args) with the user's errors
+    turned into one line and exit status 2 (user_errors). A parsing error is answered before
+    TensorFlow is imported, so a typo costs no wait. With `prepare`, run(args, prepare(args)):
+    prepare's checks need no TensorFlow either, and a user's error there is answered (one line,
+    status 2) before it. needs_tensorflow=False: a tool that never imports TensorFlow (the data
+    tools); a runner's --plan_only reads its plan without it too."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("absl").setLevel(logging.WARNING)  # tf.data's per-save sharding chatter
     try:
         args = parse_args(argv)  # resolving paths there may refuse a combination of flags
-    except FlagError as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
+    except SettingError as e:
+        print(user_message(e), file=sys.stderr, flush=True)
         return 2
-    if prepare is None:
-        _start_tensorflow(args, verbose)
-        with user_errors():
-            return run(args)
-    try:
-        prepared = prepare(args)
-    except FlagError as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
-    _start_tensorflow(args, verbose)
+    # Before anything imports TensorFlow or transformers: they read these as they start.
+    start_environment(args.verbose)
+    prepared = None
+    if prepare is not None:
+        try:
+            prepared = prepare(args)
+        except USER_ERRORS as e:
+            print(user_message(e), file=sys.stderr, flush=True)
+            return 2
+    if needs_tensorflow and not getattr(args, "plan_only", False):
+        import_tensorflow(args.verbose)
     with user_errors():
-        return run(args, prepared)
-
-
-def _start_tensorflow(args, verbose: bool) -> None:
-    """TensorFlow imported once, its start-up lines captured (albert.cli.quiet_start), before
-    run() needs it; not for a runner's --plan_only, which reads the plan without it."""
-    if not getattr(args, "plan_only", False):
-        import_tensorflow(verbose)
+        return run(args) if prepare is None else run(args, prepared)

@@ -57,14 +57,13 @@ def encode(argv: list[str], parser=None) -> tuple[dict[str, str], set[str]]:
 
 def boolean_flags(parser) -> set[str]:
     """The option strings of `parser` (an albert.cli.flags.Parser) that take no value
-    (store_true, store_false), and --verbose, which every command takes outside its parser
-    (albert.cli.quiet_start): the only flags whose "True"/"False" stands for the flag's
-    presence. Any other flag's "false" is its value (--val_dir false is a directory named
-    false, not "no validation")."""
+    (store_true, store_false; --verbose, which every parser has, among them): the only flags
+    whose "True"/"False" stands for the flag's presence. Any other flag's "false" is its value
+    (--val_dir false is a directory named false, not "no validation")."""
     # --help and --version take no value either, but hold none (their default is SUPPRESS).
-    return {"--verbose"} | {option for action in parser.actions()
-                            if action.nargs == 0 and action.default is not argparse.SUPPRESS
-                            for option in action.option_strings}
+    return {option for action in parser.actions()
+            if action.nargs == 0 and action.default is not argparse.SUPPRESS
+            for option in action.option_strings}
 
 
 def multi_value_flags(parser) -> set[str]:

@@ -1,12 +1,12 @@
 """What a command prints before its own first line. TensorFlow writes C++ start-up lines to the
 process's stderr (file descriptor 2) while it imports, before any log level applies ("All log
 messages before absl::InitializeLog()...", "oneDNN custom operations are on..."): noise for this
-toolkit's users. So a command takes two plain steps at its start:
+toolkit's users. So a command (albert.cli.flags.run_main) takes two plain steps once its flags
+are parsed (--help and a bad flag never wait for TensorFlow):
 
-- quiet_argv(argv): its arguments without --verbose, and the variables set that TensorFlow reads
-  when it starts (its log level, transformers' verbosity, the CPU allocator: start_environment);
-- import_tensorflow(verbose): TensorFlow imported once, with file descriptor 2 captured, after the
-  flags are read (--help and a bad flag never wait for it).
+- start_environment(args.verbose): the variables set that TensorFlow reads when it starts (its
+  log level, transformers' verbosity, the CPU allocator);
+- import_tensorflow(args.verbose): TensorFlow imported once, with file descriptor 2 captured.
 
 What the capture hides can still be seen:
 
@@ -14,8 +14,8 @@ What the capture hides can still be seen:
   not load, a missing symbol) before its Python error; an import that kills the process (an
   abort, a segfault) prints it too, from the process that holds the capture (capture_fd2);
 - ALBERT_SHOW_START_UP=1 captures nothing: every line as TensorFlow writes it;
-- --verbose, which every command takes, captures nothing either, and turns TensorFlow's own
-  logging up too (TF_CPP_MIN_LOG_LEVEL=0).
+- --verbose, which every command's parser takes (albert.cli.flags.Parser), captures nothing
+  either, and turns TensorFlow's own logging up too (TF_CPP_MIN_LOG_LEVEL=0).
 """
 
 from __future__ import annotations
@@ -44,14 +44,6 @@ def start_environment(verbose: bool) -> None:
     # them: 1.5x the updates per second, the same losses to the digit. Read once, when TensorFlow
     # makes its first tensor; a value the user set wins.
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
-
-
-def quiet_argv(argv=None) -> list[str]:
-    """A command's arguments (sys.argv[1:] by default) without --verbose, which every command
-    takes, after start_environment for it: what each main() does first."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    start_environment("--verbose" in argv)
-    return [a for a in argv if a != "--verbose"]
 
 
 def captures(verbose: bool) -> bool:

@@ -13,6 +13,7 @@ import functools
 import math
 import os
 
+from albert.cli.flags import in_flags
 from albert.errors import FlagError
 from albert.io.pretrained import vocabulary_file
 from albert.io.savedmodel import check_export_dir
@@ -158,7 +159,8 @@ def check_fine_tuning(args, spec: RunSpec, *, files: tuple, scored_by: str, repo
     --keep_best has the `reported` metric and --`scored_by` to score; returns the spec with its
     vocabulary found. `without_training`, `tool` and `model_kind` word the refusal of
     --load_from scratch with no --train_file."""
-    check_export_dir(spec)
+    with in_flags():
+        check_export_dir(spec)
     for name in files:
         path = getattr(args, name)
         if path and not os.path.isfile(path):
@@ -184,7 +186,8 @@ def settle_features(args, defaults: dict) -> dict:
     if not args.train_file and args.load_from != "scratch":
         path = fine_tuned_path(args)
         card, where = read_task_card(path), f"--checkpoint_path {path}"
-    return settle({n: getattr(args, n) for n in defaults}, card, defaults, where)
+    with in_flags():
+        return settle({n: getattr(args, n) for n in defaults}, card, defaults, where)
 
 
 def tokenizer_path(args) -> str:
@@ -265,7 +268,8 @@ def check_directories(args) -> None:
 
 
 def check_memory_flags(args) -> None:
-    check_batching(batching_of(args))
+    with in_flags():
+        check_batching(batching_of(args))
 
 
 def check_keep_best(spec: RunSpec, reported: tuple, evaluated: str | None, flag: str) -> None:

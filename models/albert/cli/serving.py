@@ -14,7 +14,7 @@ import os
 import shlex
 import sys
 
-from albert.cli.flags import FlagError
+from albert.cli.flags import FlagError, as_flags
 from albert.io.task_card import read_task_card
 from albert.train import run_spec
 from albert.train.run_spec import file_sha256
@@ -33,7 +33,7 @@ def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
     try:
         return run_spec.settle(flags, card, defaults, f"--checkpoint_path {model}")
     except ValueError as e:
-        raise FlagError(str(e)) from None
+        raise FlagError(as_flags(e)) from None
 
 
 def check_vocabulary_content(card: dict | None, spm_model: str, model: str) -> None:

@@ -32,7 +32,7 @@ import shlex
 from importlib import metadata
 
 from albert.data.tokenization import text_rule, tokenizer_config
-from albert.errors import DataError, FlagError
+from albert.errors import DataError, SettingError
 
 logger = logging.getLogger(__name__)
 
@@ -481,9 +481,10 @@ class FeatureSettings:
 
     def __post_init__(self):
         if self.max_seq_length < 8:
-            raise FlagError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
+            raise SettingError(f"{{max_seq_length}} must be at least 8, got {self.max_seq_length}",
+                               "max_seq_length")
         if self.task not in TASKS:
-            raise FlagError(f"--task must be one of {TASKS}, got {self.task!r}")
+            raise SettingError(f"{{task}} must be one of {TASKS}, got {self.task!r}", "task")
 
 
 @dataclasses.dataclass

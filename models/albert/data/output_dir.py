@@ -10,7 +10,7 @@ import os
 import shutil
 import socket
 
-from albert.errors import FlagError, OutputError
+from albert.errors import OutputError, SettingError
 from albert.fs import replace_directory
 
 # The tool these lines are of (they are logged as its own).
@@ -32,20 +32,22 @@ def temporary_name(out: str, kind: str) -> str:
 def check_output_dir(out: str, overwrite: bool, inputs: list[str]) -> None:
     for path in inputs:
         if os.path.commonpath([out, os.path.abspath(path)]) == out:
-            raise FlagError(f"--output_dir {out} holds the input {path}, which replacing the "
-                            "directory would delete; choose another --output_dir")
+            raise SettingError(f"{{output_dir}} {out} holds the input {path}, which replacing "
+                               "the directory would delete; choose another {output_dir}",
+                               "output_dir")
     if os.path.lexists(out) and not os.path.isdir(out):
-        raise FlagError(f"--output_dir {out} exists and is not a directory")
+        raise SettingError(f"{{output_dir}} {out} exists and is not a directory", "output_dir")
     if os.path.isdir(out):
         if os.path.ismount(out):
-            raise FlagError(f"--output_dir {out} is a mount point, which cannot be replaced "
-                            "atomically; write into a directory below it")
+            raise SettingError(f"{{output_dir}} {out} is a mount point, which cannot be "
+                               "replaced atomically; write into a directory below it",
+                               "output_dir")
         entries = sorted(os.listdir(out))
         if entries and not overwrite:
             shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
-            raise FlagError(f"--output_dir {out} is not empty ({shown}); pass --overwrite to "
-                            "replace it once the new data is complete, or choose another "
-                            "directory")
+            raise SettingError(f"{{output_dir}} {out} is not empty ({shown}); pass {{overwrite}} "
+                               "to replace it once the new data is complete, or choose another "
+                               "directory", "output_dir", "overwrite")
 
 
 def remove_stale_temporaries(out: str) -> None:

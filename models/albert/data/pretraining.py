@@ -24,7 +24,7 @@ import random
 import struct
 
 from albert.data.tokenization import load_spm, preprocess_text, text_rule
-from albert.errors import DataError, FlagError
+from albert.errors import DataError, SettingError
 
 PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 NUM_SPECIAL = 5
@@ -47,15 +47,19 @@ class InstanceOptions:
 
     def validate(self):
         if self.max_seq_length < 8:
-            raise FlagError(f"--max_seq_length must be at least 8, got {self.max_seq_length}")
+            raise SettingError(f"{{max_seq_length}} must be at least 8, got {self.max_seq_length}",
+                               "max_seq_length")
         if not 0 < self.masked_lm_prob < 1:
-            raise FlagError(f"--masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
+            raise SettingError(f"{{masked_lm_prob}} must be in (0, 1), got {self.masked_lm_prob}",
+                               "masked_lm_prob")
         if self.max_predictions_per_seq < 1:
-            raise FlagError("--max_predictions_per_seq must be at least 1")
+            raise SettingError("{max_predictions_per_seq} must be at least 1",
+                               "max_predictions_per_seq")
         if self.ngram < 1:
-            raise FlagError(f"--ngram must be at least 1, got {self.ngram}")
+            raise SettingError(f"{{ngram}} must be at least 1, got {self.ngram}", "ngram")
         if not 0 <= self.short_seq_prob <= 1:
-            raise FlagError(f"--short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+            raise SettingError(f"{{short_seq_prob}} must be in [0, 1], got {self.short_seq_prob}",
+                               "short_seq_prob")
 
 
 @dataclasses.dataclass

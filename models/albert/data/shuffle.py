@@ -18,7 +18,7 @@ from collections.abc import Callable
 from albert.data.chunks import KEY, GeneratorSettings
 from albert.data.report import Totals, no_instances_message
 from albert.data.tfrecord import framed_length, open_output
-from albert.errors import DataError, FlagError
+from albert.errors import DataError, SettingError
 
 SPLITS = ("train", "validation")
 _MAX_PARTS = 256  # files open at once when a bucket is split by key range
@@ -139,8 +139,8 @@ def _shard_tasks(settings: GeneratorSettings, buckets: Buckets, work: str, gzip:
     if per_split == [0, 0]:
         raise DataError(no_instances_message(totals))
     if per_split[0] == 0:
-        raise FlagError(f"no train instances: all {per_split[1]} went to the validation set; "
-                        "use a smaller --validation_fraction")
+        raise SettingError(f"no train instances: all {per_split[1]} went to the validation set; "
+                           "use a smaller {validation_fraction}", "validation_fraction")
     ext = ".tfrecord.gz" if gzip else ".tfrecord"
     tasks = {}
     for split, name in enumerate(SPLITS):

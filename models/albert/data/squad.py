@@ -38,7 +38,7 @@ import unicodedata
 import numpy as np
 
 from albert.data.tokenization import text_rule, tokenizer_config
-from albert.errors import DataError, FlagError
+from albert.errors import DataError, SettingError
 from albert.eval.squad_scoring import normalize_answer
 
 logger = logging.getLogger(__name__)
@@ -55,8 +55,9 @@ class SquadError(DataError):
     """A SQuAD file that cannot be used; the message names the file and the entry."""
 
 
-class SettingsError(FlagError):
-    """Feature settings that cannot work; the message names the flag."""
+class SettingsError(SettingError):
+    """Feature settings that cannot work; the message names the settings (the fields of
+    FeatureSettings, the flags of the same names)."""
 
 
 @dataclasses.dataclass
@@ -170,19 +171,18 @@ class FeatureSettings:
     max_query_length: int = 64
 
     def __post_init__(self):
-        for flag, value in (("--max_seq_length", self.max_seq_length),
-                            ("--doc_stride", self.doc_stride),
-                            ("--max_query_length", self.max_query_length)):
+        for name in ("max_seq_length", "doc_stride", "max_query_length"):
+            value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise SettingsError(f"{flag} must be a whole number, got {value!r}")
+                raise SettingsError(f"{{{name}}} must be a whole number, got {value!r}", name)
             if value < 1:
-                raise SettingsError(f"{flag} must be at least 1, got {value}")
+                raise SettingsError(f"{{{name}}} must be at least 1, got {value}", name)
         if self.max_seq_length < self.max_query_length + 4:
             raise SettingsError(
-                f"--max_seq_length {self.max_seq_length} leaves no room for context after a "
-                f"--max_query_length {self.max_query_length} question: [CLS] question [SEP] "
-                f"context [SEP] needs --max_seq_length >= --max_query_length + 4 "
-                f"({self.max_query_length + 4})"
+                f"{{max_seq_length}} {self.max_seq_length} leaves no room for context after a "
+                f"{{max_query_length}} {self.max_query_length} question: [CLS] question [SEP] "
+                f"context [SEP] needs {{max_seq_length}} >= {{max_query_length}} + 4 "
+                f"({self.max_query_length + 4})", "max_seq_length", "max_query_length"
             )
 
 

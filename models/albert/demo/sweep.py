@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from albert.cli import flags
-from albert.cli.quiet_start import import_tensorflow, quiet_argv
+from albert.cli.quiet_start import import_tensorflow, start_environment
 from albert.errors import FlagError
 
 DEMO_MASKED_SHARE = 0.15   # create_pretraining_data's --masked_lm_prob, which the demo keeps
@@ -245,8 +245,8 @@ def build_parser() -> flags.Parser:
 
 
 def main(argv=None) -> int:
-    verbose = "--verbose" in (sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(quiet_argv(argv))  # as every tool: --verbose shows start-up
+    args = build_parser().parse_args(argv)
+    start_environment(args.verbose)  # as every tool: before TensorFlow reads it
     with flags.user_errors():
         unknown = [v for v in args.variants if v not in BY_NAME]
         if unknown:
@@ -266,7 +266,7 @@ def main(argv=None) -> int:
         # Only here, after every check above: a mistyped variant keeps the previous sweep.
         if args.fresh:
             clear(out)
-        import_tensorflow(verbose)  # for the padded records; the runs are commands of their own
+        import_tensorflow(args.verbose)  # the padded records; the runs are commands of their own
         rows = []
         for name in args.variants:
             print(f"--- {name}: {BY_NAME[name].change} ({args.steps} updates)", flush=True)

@@ -250,8 +250,7 @@ def replace_pretrained(model, path, spm_model: str | None = None,
 
 def _check_vocabulary(model, spm_model: str) -> None:
     # transformers would load the pair and fail on the first id past the embedding table.
-    check_vocabulary(model.config, load_spm(spm_model).GetPieceSize(), spm_model,
-                     given_as="spm_model")
+    check_vocabulary(model.config, load_spm(spm_model).GetPieceSize(), spm_model)
 
 
 def _stale_files(model, directory: str, spm_model: str | None,
@@ -278,7 +277,7 @@ def _stale_files(model, directory: str, spm_model: str | None,
             pieces = None  # not a vocabulary: loading the directory says so
         if pieces is not None:
             # It would be this model's vocabulary after the save.
-            check_vocabulary(model.config, pieces, present, given_as="spm_model")
+            check_vocabulary(model.config, pieces, present)
     card_path = os.path.join(directory, TASK_FILE)
     if TASK_FILE not in (extra_json or {}) and os.path.isfile(card_path):
         try:

@@ -18,7 +18,7 @@ import shlex
 import shutil
 
 from albert.data.tokenization import load_spm, text_rule, write_tokenizer_config
-from albert.errors import CheckpointError, FlagError
+from albert.errors import CheckpointError, SettingError
 from albert.fs import new_directory, staged_directory
 from albert.io.pretrained import load_model
 from albert.io.task_card import read_task_card, write_task_card
@@ -103,8 +103,8 @@ def _hint(path: str) -> str:
     return shlex.quote(os.path.join(os.path.dirname(os.path.abspath(path)), "serving", "1"))
 
 
-def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite: bool = False,
-                     protect=(), overwrite_flag: str | None = "--overwrite") -> str | None:
+def check_output_dir(path: str | None, setting: str = "output_dir", *, overwrite: bool = False,
+                     protect=(), overwrite_setting: str | None = "overwrite") -> str | None:
     """Refuse, before any work, a SavedModel destination whose replacement would destroy data.
 
     Exporting replaces the directory whole, so a path such as TF Serving's base path (instead
@@ -112,9 +112,11 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
     new or empty directory, or an existing SavedModel (a new version of it). A non-empty
     directory that holds no SavedModel needs `overwrite`; a directory that is, or lies above,
     one of `protect` (the checkpoint being exported, the run's own directories) or that holds
-    a run or a checkpoint anywhere inside is always refused. Returns the absolute path (None
-    for None).
+    a run or a checkpoint anywhere inside is always refused (SettingError naming `setting`, and
+    `overwrite_setting` where that would do). Returns the absolute path (None for None).
     """
+    named = (setting,) if overwrite_setting is None else (setting, overwrite_setting)
+    flag = "{" + setting + "}"
     if not path:
         return None
     target = os.path.abspath(os.fspath(path))
@@ -123,23 +125,26 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         where = "is a file" if existing == target else f"lies under the file {existing}"
-        raise FlagError(f"{flag} {path} {where}: give a directory for the SavedModel (e.g. "
-                        "serving/1, a TF Serving version directory)")
+        raise SettingError(f"{flag} {path} {where}: give a directory for the SavedModel (e.g. "
+                           "serving/1, a TF Serving version directory)", *named)
     real = os.path.realpath(target)
     if os.path.ismount(real):
-        raise FlagError(f"{flag} {path} is a mount point, which an export cannot replace (it "
-                        "writes a new directory and renames it into place): give a directory "
-                        f"inside it, e.g. {shlex.quote(os.path.join(path, '1'))}")
+        raise SettingError(f"{flag} {path} is a mount point, which an export cannot replace "
+                           "(it writes a new directory and renames it into place): give a "
+                           f"directory inside it, e.g. {shlex.quote(os.path.join(path, '1'))}",
+                           *named)
     for other in protect:
         if other and _within(os.path.realpath(os.fspath(other)), real):
-            raise FlagError(f"{flag} {path} would replace {other}, which this command reads or "
-                            f"writes; give a directory of its own (e.g. {_hint(path)})")
+            raise SettingError(f"{flag} {path} would replace {other}, which this command "
+                               f"reads or writes; give a directory of its own (e.g. "
+                               f"{_hint(path)})", *named)
     if not os.path.isdir(target) or not os.listdir(target) or _is_saved_model(target):
         return target
     found = _run_inside(target)
     if found:
-        raise FlagError(f"{flag} {path} holds a run or a checkpoint ({found}); exporting there "
-                        f"would delete it: give a directory of its own (e.g. {_hint(path)})")
+        raise SettingError(f"{flag} {path} holds a run or a checkpoint ({found}); exporting "
+                           f"there would delete it: give a directory of its own (e.g. "
+                           f"{_hint(path)})", *named)
     if overwrite:
         return target
     entries = sorted(os.listdir(target))
@@ -148,9 +153,9 @@ def check_output_dir(path: str | None, flag: str = "--output_dir", *, overwrite:
     why = (f"it is a TF Serving base path (versions {', '.join(versions)}): give a version "
            f"directory such as {shlex.quote(os.path.join(path, str(max(map(int, versions)) + 1)))}"
            if versions else f"it holds {shown} and no SavedModel")
-    way = (f", or pass {overwrite_flag} to replace it" if overwrite_flag
+    way = (f", or pass {{{overwrite_setting}}} to replace it" if overwrite_setting
            else ", or empty it first")
-    raise FlagError(f"{flag} {path} is not empty: {why}{way}")
+    raise SettingError(f"{flag} {path} is not empty: {why}{way}", *named)
 
 
 def check_export_dir(spec) -> None:
@@ -160,7 +165,7 @@ def check_export_dir(spec) -> None:
     with it)."""
     out = spec.outputs
     files = spec.data.files()
-    check_output_dir(out.export_dir, "--export_dir", overwrite_flag=None,
+    check_output_dir(out.export_dir, "export_dir", overwrite_setting=None,
                      protect=[out.checkpoint_dir, spec.model.checkpoint_path, out.output_dir,
                               out.log_dir, out.cache_dir, spec.vocabulary, *files])
 
@@ -189,8 +194,8 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
     head, outputs = TASKS[task].head, TASKS[task].outputs
     if not hasattr(model, head):
-        raise FlagError(f"--head {task} needs a model with a {head} head; "
-                        f"{type(model).__name__} has none")
+        raise SettingError(f"{{task}} {task} needs a model with a {head} head; "
+                           f"{type(model).__name__} has none", ("task", "head"))
     if spm_model is not None:
         load_spm(spm_model)  # a clear error now rather than a useless export
     if task == "classification":

@@ -10,7 +10,7 @@ import logging
 
 import numpy as np
 
-from albert.errors import CheckpointError, FlagError
+from albert.errors import CheckpointError, SettingError
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +34,15 @@ def check_config(source: str, file_config, config):
     return config
 
 
-def check_vocabulary(config, pieces: int, spm_model: str, given_as: str = "--spm_model") -> None:
+def check_vocabulary(config, pieces: int, spm_model: str) -> None:
     """The one check that a vocabulary's size is the model's (else its ids mean other tokens,
-    or index past the embedding table: transformers' IndexError). `given_as` names how the
-    caller takes the vocabulary (a flag, or save_pretrained's argument)."""
+    or index past the embedding table: transformers' IndexError). A SettingError naming
+    spm_model, every caller's name for the vocabulary (save_pretrained's argument, the
+    commands' --spm_model)."""
     if pieces != config.vocab_size:
-        raise FlagError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
-                        f"vocab_size is {config.vocab_size}: pass the {given_as} it was "
-                        "trained with")
+        raise SettingError(f"the vocabulary {spm_model} has {pieces} pieces but the model's "
+                           f"vocab_size is {config.vocab_size}: pass the {{spm_model}} it was "
+                           "trained with", "spm_model")
 
 
 def assign(model, state: dict, names, source: str, optional: set, require_heads: bool):

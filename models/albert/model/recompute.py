@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.model.config import RECOMPUTE_MODES
 from albert.model.dropout import active_key, dropout_key
 
@@ -21,7 +21,8 @@ def set_recompute(model, mode: str) -> None:
     """Recompute each transformer layer's activations in the backward pass ("layers") or keep
     them ("none"), for any of the public models. Set before the training step is traced."""
     if mode not in RECOMPUTE_MODES:
-        raise FlagError(f"--recompute must be one of {RECOMPUTE_MODES}, got {mode!r}")
+        raise SettingError(f"{{mode}} must be one of {RECOMPUTE_MODES}, got {mode!r}",
+                           ("mode", "recompute"))
     model.albert.encoder.recompute = mode
 
 

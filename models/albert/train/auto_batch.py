@@ -8,7 +8,7 @@ import math
 
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.train.batch_plan import BatchPlan
 from albert.train.memory import memory_plan_of, resolve_auto_batch
 from albert.train.memory_plan import GIB, SAFETY_MARGIN
@@ -68,11 +68,11 @@ def choose_auto_batch(spec: RunSpec, model, dist, *, synthetic_batch, loss_fn, h
                                                device="gpu" if on_gpu else "cpu", trial=trial,
                                                ranks_here=dist.local_size)
             choice = (decided.per_gpu_batch_size, decided.gradient_accumulation_steps)
-        except FlagError as e:
-            choice = str(e)
+        except SettingError as e:
+            choice = e  # pickled to every rank with both its spellings (SettingError.__reduce__)
     choice = dist.allgather_object(choice)[0]
-    if isinstance(choice, str):
-        raise FlagError(choice)
+    if isinstance(choice, SettingError):
+        raise choice
     return batching.chosen(*choice), line
 
 

@@ -14,11 +14,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from albert.errors import FlagError
+from albert.errors import SettingError
+
+# The settings a PlanError may name (the Batching fields, the flags of the same names): each
+# message marks those it names, and names no other.
+BATCH_SETTINGS = ("per_gpu_batch_size", "global_batch_size", "gradient_accumulation_steps",
+                  "memory_budget_gb", "recompute", "precision", "max_seq_length")
 
 
-class PlanError(FlagError):
-    """Batch flags that cannot be satisfied; the message names them."""
+class PlanError(SettingError):
+    """Batch settings that cannot be satisfied; the message names them (marked as
+    SettingError's are, among BATCH_SETTINGS)."""
+
+    def __init__(self, message: str, *settings):
+        super().__init__(message, *(settings or BATCH_SETTINGS))
 
 
 @dataclass(frozen=True)
@@ -48,32 +57,32 @@ class BatchPlan:
 
 def resolve_batch_plan(ranks: int, per_gpu: int | None, global_batch: int | None,
                        accumulation: int | None, default_micro_batch: int) -> BatchPlan:
-    """The plan from --per_gpu_batch_size, --global_batch_size and --gradient_accumulation_steps
+    """The plan from per_gpu_batch_size, global_batch_size and gradient_accumulation_steps
     (None where not given) for `ranks` processes."""
-    for flag, value in (("--per_gpu_batch_size", per_gpu), ("--global_batch_size", global_batch),
-                        ("--gradient_accumulation_steps", accumulation)):
+    for setting, value in (("per_gpu_batch_size", per_gpu), ("global_batch_size", global_batch),
+                           ("gradient_accumulation_steps", accumulation)):
         if value is not None and value < 1:
-            raise PlanError(f"{flag} must be at least 1, got {value}")
+            raise PlanError(f"{{{setting}}} must be at least 1, got {value}", setting)
     if global_batch is None:
         return BatchPlan(ranks, per_gpu or default_micro_batch, accumulation or 1)
     if per_gpu is not None and accumulation is not None:
         if per_gpu * accumulation * ranks != global_batch:
             raise PlanError(
-                f"--global_batch_size {global_batch} disagrees with --per_gpu_batch_size "
-                f"{per_gpu} x --gradient_accumulation_steps {accumulation} x {ranks} rank(s) = "
+                f"{{global_batch_size}} {global_batch} disagrees with {{per_gpu_batch_size}} "
+                f"{per_gpu} x {{gradient_accumulation_steps}} {accumulation} x {ranks} rank(s) = "
                 f"{per_gpu * accumulation * ranks}; give two of the three")
         return BatchPlan(ranks, per_gpu, accumulation)
     if accumulation is not None:
         micro, rest = divmod(global_batch, ranks * accumulation)
         if rest or micro < 1:
-            raise PlanError(f"--global_batch_size {global_batch} is not divisible by {ranks} "
-                            f"rank(s) x --gradient_accumulation_steps {accumulation}")
+            raise PlanError(f"{{global_batch_size}} {global_batch} is not divisible by {ranks} "
+                            f"rank(s) x {{gradient_accumulation_steps}} {accumulation}")
         return BatchPlan(ranks, micro, accumulation)
     micro = per_gpu or default_micro_batch
     accumulation, rest = divmod(global_batch, ranks * micro)
     if rest or accumulation < 1:
-        given = "--per_gpu_batch_size" if per_gpu else "the default per-GPU batch"
-        raise PlanError(f"--global_batch_size {global_batch} is not a multiple of {given} "
+        given = "{per_gpu_batch_size}" if per_gpu else "the default per-GPU batch"
+        raise PlanError(f"{{global_batch_size}} {global_batch} is not a multiple of {given} "
                         f"{micro} x {ranks} rank(s); choose sizes where micro-batch x ranks "
                         f"divides the global batch")
     return BatchPlan(ranks, micro, accumulation)
@@ -86,7 +95,7 @@ def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchP
     error when not even one sequence fits."""
     per_rank, rest = divmod(global_batch, ranks)
     if rest or per_rank < 1:
-        raise PlanError(f"--global_batch_size {global_batch} is not divisible by {ranks} "
+        raise PlanError(f"{{global_batch_size}} {global_batch} is not divisible by {ranks} "
                         "rank(s), so no micro-batch makes it exactly")
     divisors = _divisors(per_rank)
     lo, hi, best = 0, len(divisors) - 1, None
@@ -97,8 +106,8 @@ def largest_micro_batch(fits, global_batch: int, ranks: int, why: str) -> BatchP
         else:
             hi = mid - 1
     if best is None:
-        raise PlanError(f"--per_gpu_batch_size auto: not even a micro-batch of 1 fits {why}; "
-                        "try --recompute layers, --precision bf16 or a shorter --max_seq_length")
+        raise PlanError(f"{{per_gpu_batch_size}} auto: not even a micro-batch of 1 fits {why}; "
+                        "try {recompute} layers, {precision} bf16 or a shorter {max_seq_length}")
     return BatchPlan(ranks, best, per_rank // best)
 
 

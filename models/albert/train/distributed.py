@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from albert.errors import AlbertError
+from albert.errors import AlbertError, SettingError
 
 _LAUNCHER_VARS = ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 
@@ -105,11 +105,18 @@ def on_chief(dist: Distributed, fn):
         if error is not None:
             raise error
         return result
-    shared = dist.allgather_object((result, None if error is None else str(error),
-                                    isinstance(error, AlbertError)))[0]
+    # A SettingError goes as its message's template, so that every rank names the setting as
+    # rank 0 does (a flag on the command line); any other error as its text.
+    message = (None if error is None else error.template if isinstance(error, SettingError)
+               else str(error))
+    settings = error.settings if isinstance(error, SettingError) else ()
+    shared = dist.allgather_object((result, message, isinstance(error, AlbertError),
+                                    settings))[0]
     if error is not None:
         raise error
     if shared[1] is not None:
+        if shared[3]:
+            raise SettingError(f"rank 0: {shared[1]}", *shared[3])
         if shared[2]:
             raise AlbertError(f"rank 0: {shared[1]}")
         raise RuntimeError(f"rank 0 failed: {shared[1]}")

@@ -10,12 +10,12 @@ import time
 import tensorflow as tf
 from tqdm import tqdm
 
-from albert.errors import DataError, FlagError
+from albert.errors import DataError, SettingError
 
 logger = logging.getLogger("albert.train.loop")
 
 
-class DivergedError(FlagError):
+class DivergedError(SettingError):
     """The gradients stopped being finite (at loss scale 1): the learning rate is too high for
     the model and batch. Without this stop every later update is skipped and the run turns
     over its data forever without advancing."""
@@ -31,8 +31,9 @@ def diverged(trainer, step: int, learning_rate: float, last_saved: int) -> Diver
         f"training diverged at update {step + 1}: its gradients are not finite (inf or NaN){scale}"
         f", and the weights' norm is {trainer.weight_norm():.3g}. The learning rate is most "
         f"likely too high for this model and batch (it was {learning_rate:.3g} at this update): "
-        f"start again with a lower --learning_rate (or a longer warmup), with "
-        f"--overwrite_checkpoint_dir or a new --checkpoint_dir; {kept}.")
+        f"start again with a lower {{learning_rate}} (or a longer warmup), with "
+        f"{{overwrite_checkpoint_dir}} or a new {{checkpoint_dir}}; {kept}.",
+        "learning_rate", "overwrite_checkpoint_dir", "checkpoint_dir")
 
 
 class StopSignal:
@@ -69,7 +70,8 @@ def fit(trainer, batches, *, total_steps: int, checkpoints, metrics, metrics_fn,
     record (DataLossError) saves the progress made so far, then raises explain_data_error(error).
     """
     if log_frequency < 1:
-        raise FlagError(f"--log_frequency must be at least 1, got {log_frequency}")
+        raise SettingError(f"{{log_frequency}} must be at least 1, got {log_frequency}",
+                           "log_frequency")
     dist = trainer.dist
     step = int(trainer.step)
     bar = tqdm(total=total_steps, initial=step, unit="step", mininterval=2.0, file=sys.stderr,

@@ -15,9 +15,9 @@ import logging
 import math
 import os
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.model.config import AlbertConfig
-from albert.train.batch_plan import BatchPlan, PlanError, largest_micro_batch
+from albert.train.batch_plan import BatchPlan, largest_micro_batch
 from albert.train.memory_plan import GIB, SAFETY_MARGIN, memory_plan, plan_fits
 from albert.train.run_spec import Batching, RunSpec, check_fits, model_config
 
@@ -37,8 +37,9 @@ def config_for_plan(spec: RunSpec) -> tuple[AlbertConfig, str | None]:
             return AlbertConfig.from_google_json_file(path), None
         except FileNotFoundError:
             if os.path.exists(path):
-                raise FlagError(f"--checkpoint_path {path} holds no model config (config.json "
-                                "or albert_config.json)") from None
+                raise SettingError(f"{{checkpoint_path}} {path} holds no model config "
+                                   "(config.json or albert_config.json)",
+                                   "checkpoint_path") from None
             preset = dataclasses.replace(source, model_config=None)
             config = model_config(preset, None)
             return config, (f"--checkpoint_path {path} has no model config on this machine: the "
@@ -85,17 +86,20 @@ def check_batching(batching: Batching) -> None:
     """The batch and memory flags that cannot work, before anything is built."""
     budget = batching.memory_budget_gb
     if budget is not None and not 0 < budget < 1e6:  # also refuses nan and inf
-        raise FlagError(f"--memory_budget_gb must be a size in GB above 0, got {budget}")
+        raise SettingError(f"{{memory_budget_gb}} must be a size in GB above 0, got {budget}",
+                           "memory_budget_gb")
     if batching.auto:
         if batching.global_batch_size is None:
-            raise FlagError("--per_gpu_batch_size auto needs --global_batch_size (the sequences "
-                            "per update that the micro-batch and the accumulation must make)")
+            raise SettingError("{per_gpu_batch_size} auto needs {global_batch_size} (the "
+                               "sequences per update that the micro-batch and the accumulation "
+                               "must make)", "per_gpu_batch_size", "global_batch_size")
         if batching.global_batch_size < 1:
-            raise FlagError(f"--global_batch_size must be at least 1, got "
-                            f"{batching.global_batch_size}")
+            raise SettingError(f"{{global_batch_size}} must be at least 1, got "
+                               f"{batching.global_batch_size}", "global_batch_size")
         if batching.gradient_accumulation_steps is not None:
-            raise FlagError("--per_gpu_batch_size auto chooses the accumulation itself; drop "
-                            "--gradient_accumulation_steps")
+            raise SettingError("{per_gpu_batch_size} auto chooses the accumulation itself; "
+                               "drop {gradient_accumulation_steps}", "per_gpu_batch_size",
+                               "gradient_accumulation_steps")
 
 
 def resolve_auto_batch(spec: RunSpec, ranks: int, config: AlbertConfig, *, head: str,
@@ -123,7 +127,7 @@ def resolve_auto_batch(spec: RunSpec, ranks: int, config: AlbertConfig, *, head:
     if use_plan:
         if batching.memory_budget_gb is not None:
             budget = batching.memory_budget_gb * GIB
-            source = "--memory_budget_gb"
+            source = "{memory_budget_gb}"  # marked for PlanError; as a flag in the lines below
         else:
             budget = available_memory_bytes() / ranks_here
             source = f"this machine's available memory / {ranks_here} rank(s) on it"
@@ -143,17 +147,15 @@ def resolve_auto_batch(spec: RunSpec, ranks: int, config: AlbertConfig, *, head:
         tried[micro] = fits(micro)
         return tried[micro]
 
-    try:
-        plan = largest_micro_batch(recorded, total, ranks, why=why_not)
-    except PlanError as e:
-        raise FlagError(str(e)) from None
+    plan = largest_micro_batch(recorded, total, ranks, why=why_not)  # PlanError: a SettingError
     failed = min((m for m, ok in tried.items() if not ok), default=None)
     head_line = (f"--per_gpu_batch_size auto: micro-batch {plan.micro_batch} x accumulation "
                  f"{plan.accumulation} x {ranks} rank(s) = {total}, the largest divisor of "
                  f"{per_rank} sequences per rank")
     if use_plan:
         line = (f"{head_line} whose memory plan ({planned(plan.micro_batch).total / GIB:.2f} GB, "
-                f"recompute {batching.recompute}) fits {keep}")
+                f"recompute {batching.recompute}) fits "
+                f"{keep.replace('{memory_budget_gb}', '--memory_budget_gb')}")
         if failed:
             line += f"; {failed} would plan {planned(failed).total / GIB:.2f} GB"
     else:
@@ -176,8 +178,9 @@ def plan_only_lines(spec: RunSpec, ranks: int, *, head: str, num_labels: int = 2
     check_batching(batching)
     if batching.auto:
         if batching.memory_budget_gb is None:
-            raise FlagError("--per_gpu_batch_size auto with --plan_only decides from the memory "
-                            "plan: give --memory_budget_gb (the memory of one GPU)")
+            raise SettingError("{per_gpu_batch_size} auto with {plan_only} decides from the "
+                               "memory plan: give {memory_budget_gb} (the memory of one GPU)",
+                               "per_gpu_batch_size", "plan_only", "memory_budget_gb")
         batching, line = resolve_auto_batch(spec, ranks, config, head=head,
                                             num_labels=num_labels)
         lines.append(line)

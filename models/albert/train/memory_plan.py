@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 
 # RECOMPUTE_MODES: --recompute's modes, as the model applies them
 from albert.model.config import RECOMPUTE_MODES, AlbertConfig
@@ -86,7 +86,8 @@ def activation_bytes(config, seq_length: int, micro_batch: int, precision: str =
     128 and 512) and checked against measured peak memory: see docs/memory.md.
     """
     if recompute not in RECOMPUTE_MODES:
-        raise FlagError(f"--recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
+        raise SettingError(f"{{recompute}} must be one of {RECOMPUTE_MODES}, got {recompute!r}",
+                           "recompute")
     c = COMPUTE_BYTES[precision]
     cfg = config
     b, s = micro_batch, seq_length
@@ -172,7 +173,8 @@ def memory_plan(config, seq_length: int, micro_batch: int, *, precision: str = "
     copy of the gradients and Horovod's fusion buffer (and fp16 copies with --fp16_allreduce).
     """
     if precision not in COMPUTE_BYTES:
-        raise FlagError(f"--precision must be one of {sorted(COMPUTE_BYTES)}, got {precision!r}")
+        raise SettingError(f"{{precision}} must be one of {sorted(COMPUTE_BYTES)}, got "
+                           f"{precision!r}", "precision")
     if device not in RUNTIME_BYTES:
         raise ValueError(f"device must be one of {sorted(RUNTIME_BYTES)}, got {device!r}")
     params = parameter_count(config, head, num_labels)

@@ -26,7 +26,7 @@ import re
 
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 
 # Matched against Keras variable paths, e.g. "albert/encoder/group_0_layer_0/ffn_norm/gamma".
 DEFAULT_EXCLUDE = ("norm", "LayerNorm", "bias", "beta", "gamma")
@@ -118,7 +118,7 @@ def make_optimizer(name: str, variables, weight_decay: float = 0.01, *,
     if name == "adamw":
         return LayerwiseAdam(variables, layer_adaptation=False, weight_decay=weight_decay,
                              name="adamw", **kwargs)
-    raise FlagError(f"--optimizer must be lamb or adamw, got {name!r}")
+    raise SettingError(f"{{name}} must be lamb or adamw, got {name!r}", ("name", "optimizer"))
 
 
 def schedule(optimization, total_steps: int):
@@ -151,7 +151,8 @@ def learning_rate_at(step, peak: float, warmup_steps: int, total_steps: int,
     total_steps get end_learning_rate.
     """
     if decay not in ("from_warmup", "from_zero"):
-        raise FlagError(f"--lr_decay must be from_warmup or from_zero, got {decay!r}")
+        raise SettingError(f"{{decay}} must be from_warmup or from_zero, got {decay!r}",
+                           ("decay", "lr_decay"))
     step = tf.cast(step, tf.float32)
     warmup = tf.cast(max(warmup_steps, 0), tf.float32)
     if decay == "from_warmup":

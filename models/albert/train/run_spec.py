@@ -27,11 +27,11 @@ import typing
 from dataclasses import dataclass, field
 
 from albert.data.tokenization import load_spm
-from albert.errors import AlbertError, CheckpointError, FlagError
+from albert.errors import AlbertError, CheckpointError, ConfigError, SettingError
 from albert.io.run_record import Record
 from albert.io.weights import check_vocabulary  # noqa: F401 (one check, re-exported)
 from albert.model.config import PRESETS, AlbertConfig, check_field
-from albert.train.batch_plan import PlanError, resolve_batch_plan
+from albert.train.batch_plan import resolve_batch_plan
 
 logger = logging.getLogger("albert.train.run_spec")
 
@@ -160,15 +160,14 @@ class Batching:
         return self.per_gpu_batch_size == "auto"
 
     def plan(self, ranks: int):
-        """The BatchPlan for `ranks` processes (FlagError naming the flags that disagree)."""
+        """The BatchPlan for `ranks` processes (PlanError, a SettingError, naming the settings
+        that disagree)."""
         if self.auto:
-            raise FlagError("--per_gpu_batch_size auto has to be resolved (albert.train.memory) "
-                            "before the batch plan")
-        try:
-            return resolve_batch_plan(ranks, self.per_gpu_batch_size, self.global_batch_size,
-                                      self.gradient_accumulation_steps, self.default_micro_batch)
-        except PlanError as e:
-            raise FlagError(str(e)) from None
+            raise SettingError("{per_gpu_batch_size} auto has to be resolved "
+                               "(albert.train.memory) before the batch plan",
+                               "per_gpu_batch_size")
+        return resolve_batch_plan(ranks, self.per_gpu_batch_size, self.global_batch_size,
+                                  self.gradient_accumulation_steps, self.default_micro_batch)
 
     def chosen(self, micro_batch: int, accumulation: int) -> Batching:
         """This request with --per_gpu_batch_size auto decided."""
@@ -417,7 +416,8 @@ def _type_name(tp) -> str:
 def parse_override(item: str):
     """--config_override KEY=VALUE -> (key, checked value)."""
     if "=" not in item:
-        raise FlagError(f"--config_override expects KEY=VALUE, got {item!r}")
+        raise SettingError(f"{{config_override}} expects KEY=VALUE, got {item!r}",
+                           "config_override")
     key, raw = item.split("=", 1)
     key, raw = key.strip(), raw.strip()
     # config.json's spellings (true, false, null) mean what they mean there: as text, "false"
@@ -434,7 +434,7 @@ def parse_override(item: str):
     try:
         value = check_field(key, value)
     except ValueError as e:
-        raise FlagError(f"--config_override {key}={raw}: {e}") from None
+        raise SettingError(f"{{config_override}} {key}={raw}: {e}", "config_override") from None
     return key, value
 
 
@@ -445,8 +445,8 @@ def model_config(source: ModelSource, vocabulary: str | None):
         data = AlbertConfig.from_json_file(source.model_config).to_dict()
     else:
         if source.model_size not in PRESETS:
-            raise FlagError(f"--model_size {source.model_size!r} is unknown; expected one of "
-                            f"{sorted(PRESETS)}")
+            raise SettingError(f"{{model_size}} {source.model_size!r} is unknown; expected one "
+                               f"of {sorted(PRESETS)}", "model_size")
         data = AlbertConfig.from_preset(source.model_size).to_dict()
     if vocabulary:
         data["vocab_size"] = load_spm(vocabulary).GetPieceSize()
@@ -456,19 +456,21 @@ def model_config(source: ModelSource, vocabulary: str | None):
     for item in source.config_override:
         key, value = parse_override(item)
         if key not in fields:
-            raise FlagError(f"--config_override: {key!r} is not an AlbertConfig field")
+            raise SettingError(f"{{config_override}}: {key!r} is not an AlbertConfig field",
+                               "config_override")
         data[key] = value
     try:
         return AlbertConfig.from_dict(data)
     except (TypeError, ValueError) as e:
-        raise FlagError(f"invalid model configuration: {e}") from None
+        raise ConfigError(f"invalid model configuration: {e}") from None
 
 
 def check_fits(config, max_seq_length: int) -> None:
     """The one check that --max_seq_length fits the model's positions."""
     if max_seq_length > config.max_position_embeddings:
-        raise FlagError(f"--max_seq_length {max_seq_length} exceeds the model's "
-                        f"max_position_embeddings ({config.max_position_embeddings})")
+        raise SettingError(f"{{max_seq_length}} {max_seq_length} exceeds the model's "
+                           f"max_position_embeddings ({config.max_position_embeddings})",
+                           "max_seq_length")
 
 
 # The identity entries no spec field holds: what the run computed from its spec and data.
@@ -650,7 +652,8 @@ def settle(flags: dict, card: dict | None, defaults: dict, model: str) -> dict:
     for name, default in defaults.items():
         given, trained = flags.get(name), features.get(name)
         if given is not None and trained is not None and given != trained:
-            raise FlagError(f"--{name} {given} differs from the {trained} that {model} was "
-                             f"fine-tuned with: drop --{name}")
+            mark = "{" + name + "}"
+            raise SettingError(f"{mark} {given} differs from the {trained} that {model} was "
+                               f"fine-tuned with: drop {mark}", name)
         out[name] = given if given is not None else trained if trained is not None else default
     return out

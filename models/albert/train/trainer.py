@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.model.dropout import dropout_key
 from albert.model.recompute import set_recompute
 from albert.train.xla_plan import XLA_ON, XlaPlan
@@ -51,7 +51,8 @@ class Trainer:
                  initial_loss_scale: float = 2.0 ** 15, growth_interval: int = 2000,
                  recompute: str | None = None):
         if accum_steps < 1:
-            raise FlagError(f"--gradient_accumulation_steps must be >= 1, got {accum_steps}")
+            raise SettingError(f"{{accum_steps}} must be >= 1, got {accum_steps}",
+                               ("accum_steps", "gradient_accumulation_steps"))
         if recompute is not None:  # None: as the model was set (set_recompute)
             set_recompute(model, recompute)  # before the gradient function is traced
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer

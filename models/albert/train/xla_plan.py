@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
-from albert.errors import FlagError
+from albert.errors import SettingError
 from albert.train.precision import COMPUTE_DTYPES
 
 XLA_MODES = ("auto", "on", "off")
@@ -76,7 +76,7 @@ def choose_xla(mode: str, precision: str, dist=None, recorded: dict | None = Non
     recorded: the plan a resumed run started with ({"gradient", "update", "reason"}); auto then
     reuses it without probing. Rank 0 decides and every rank uses its choice."""
     if mode not in XLA_MODES:
-        raise FlagError(f"--xla must be one of {XLA_MODES}, got {mode!r}")
+        raise SettingError(f"{{mode}} must be one of {XLA_MODES}, got {mode!r}", ("mode", "xla"))
     if mode != "auto":
         on = mode == "on"
         return XlaPlan(on, on, f"--xla {mode}")
