@@ -210,8 +210,15 @@ def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_t
 def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(finetuned, tmp_path):
     out, argv, _ = finetuned
     argv = [a if a != str(out / "out") else str(tmp_path / "out") for a in argv]
+    # The fixture's run directory, written by this version, resumes unchanged: every entry
+    # of its run.json (the spec, the plans, the step, the versions) as it was, but the command
+    # line, which is the latest command's.
+    record = json.loads((out / "ckpt" / "run.json").read_text())
     proc = run_classifier(argv)
     assert "this run already finished" in proc.stdout
+    after = json.loads((out / "ckpt" / "run.json").read_text())
+    assert after.pop("command")[3:] == argv
+    assert after == {k: v for k, v in record.items() if k != "command"}
     assert "train step" not in proc.stdout
     again = json.loads((tmp_path / "out" / "eval_results.json").read_text())
     assert again == json.loads((out / "out" / "eval_results.json").read_text())

@@ -333,11 +333,14 @@ def test_same_dir_different_start_is_refused_same_command_resumes(sample_records
             f"command starts from pretrained {export}. Use a new --checkpoint_dir, or add "
             "--overwrite_checkpoint_dir to discard that run") in proc.stderr
     assert "Traceback" not in proc.stderr
-    # The same command again: the run is finished and says so instead of training.
+    # The same command again: the run is finished and says so instead of training, and its
+    # run.json is as it was (the spec, the plans, the step: it resumes unchanged).
+    record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
     again = run_cli(first)
     assert "this run already finished: 2 of --total_steps 2 updates" in again.stdout
     assert "train step" not in again.stdout
-    assert json.loads((tmp_path / "ckpt" / "run.json").read_text())["finished"] is True
+    assert record["finished"] is True
+    assert json.loads((tmp_path / "ckpt" / "run.json").read_text()) == record
     # The same start with more steps: resumes from step 2.
     longer = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
     assert "resuming from" in longer.stderr and "train step 3 " in longer.stdout

@@ -248,8 +248,15 @@ def test_predict_only_refuses_a_model_without_a_qa_head(squad_files, sample_voca
 def test_same_command_on_a_finished_fine_tune_says_so_and_predicts(finetuned, tmp_path):
     out, argv, _ = finetuned
     argv = [a if a != str(out / "pred") else str(tmp_path / "pred") for a in argv]
+    # The fixture's run directory, written by this version, resumes unchanged: every entry
+    # of its run.json (the spec, the plans, the step, the versions) as it was, but the command
+    # line, which is the latest command's.
+    record = json.loads((out / "ckpt" / "run.json").read_text())
     proc = run_squad(argv)
     assert "this run already finished" in proc.stdout
+    after = json.loads((out / "ckpt" / "run.json").read_text())
+    assert after.pop("command")[3:] == argv
+    assert after == {k: v for k, v in record.items() if k != "command"}
     assert "train step" not in proc.stdout
     assert (json.loads((tmp_path / "pred" / "eval_results.json").read_text())
             == json.loads((out / "pred" / "eval_results.json").read_text()))
