@@ -105,7 +105,7 @@ def parse_args(argv=None):
     p.add_argument("--xla", choices=("auto", "on", "off"), default="auto",
                    help="as in run_pretraining: which step functions XLA compiles")
     p.add_argument("--skip_xla", action="store_true", help="same as --xla off")
-    p.set_defaults(eager=False)  # what resolve.xla_plan_from_flags reads; the step is never eager
+    p.set_defaults(eager=False)  # the Execution the benchmarks plan XLA for: never eager
     p.add_argument("--recompute", choices=("none", "layers"), default="none",
                    help="recompute each transformer layer's activations in the backward pass")
     p.add_argument("--compare_recompute", action="store_true",

@@ -411,10 +411,11 @@ def qa_model_dir(path, sample_vocab, card):
 
 
 def fake_qa_model(monkeypatch):
-    """answer.load_qa_model replaced by logits that pick each window's first context token."""
+    """albert.cli.serving_model.load_qa_model (what answer's run loads) replaced by logits that
+    pick each window's first context token."""
     import numpy as np
 
-    from albert import answer
+    from albert.cli import serving_model
     from albert.model.config import AlbertConfig
 
     def load(path):
@@ -424,7 +425,7 @@ def fake_qa_model(monkeypatch):
 
         return logits_fn, AlbertConfig.from_preset("tiny", vocab_size=2000), None
 
-    monkeypatch.setattr(answer, "load_qa_model", load)
+    monkeypatch.setattr(serving_model, "load_qa_model", load)
 
 
 SQUAD_CARD = {"task": "squad", "features": {"max_seq_length": 64, "doc_stride": 32,
@@ -470,11 +471,12 @@ def test_a_wrong_task_or_malformed_card_is_refused_before_the_model_loads(card, 
     """A classifier's export, or a card of the wrong shape: one line, exit 2, before
     TensorFlow loads the model (15 s, where classify answers in 1 s)."""
     from albert import answer
+    from albert.cli import serving_model
 
     def loaded(path):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(answer, "load_qa_model", loaded)
+    monkeypatch.setattr(serving_model, "load_qa_model", loaded)
     model = qa_model_dir(tmp_path / "m", sample_vocab, card)
     assert answer.main(["--checkpoint_path", model, "--question", "who?", "--context",
                         "mira."]) == 2

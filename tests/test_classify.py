@@ -328,10 +328,11 @@ def test_a_card_that_disagrees_with_a_copied_model_is_refused(change, topic_run,
 
 
 def fake_model(monkeypatch, labels, seen=None):
-    """classify.load_classifier replaced: a model of len(labels) outputs whose logits favour
-    the label whose index is the text's length modulo their number (so each label is
-    predicted); `seen` collects the input ids it is asked about."""
-    from albert import classify
+    """albert.cli.serving_model.load_classifier (what classify's run loads) replaced: a model of
+    len(labels) outputs whose logits favour the label whose index is the text's length modulo
+    their number (so each label is predicted); `seen` collects the input ids it is asked
+    about."""
+    from albert.cli import serving_model
     from albert.model.config import AlbertConfig
 
     def load(path, card):
@@ -343,7 +344,7 @@ def fake_model(monkeypatch, labels, seen=None):
 
         return logits_fn, AlbertConfig.from_preset("tiny", vocab_size=2000), len(labels), None
 
-    monkeypatch.setattr(classify, "load_classifier", load)
+    monkeypatch.setattr(serving_model, "load_classifier", load)
 
 
 def model_dir(path, sample_vocab, card, id2label=None, saved_model=False):
@@ -382,11 +383,12 @@ def test_a_card_whose_labels_disagree_with_the_model_is_refused_before_it_loads(
     """The card's labels reversed against config.json's id2label (which would flip every
     predicted label), or another number of them: one line, exit 2, before the model loads."""
     from albert import classify
+    from albert.cli import serving_model
 
     def loaded(*_):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(classify, "load_classifier", loaded)
+    monkeypatch.setattr(serving_model, "load_classifier", loaded)
     reversed_card = {**CARD, "labels": ["pos", "neg"]}
     model = model_dir(tmp_path / "m", sample_vocab, reversed_card, ["neg", "pos"], saved_model)
     assert classify.main(["--checkpoint_path", model, "--text", "good"]) == 2

@@ -112,10 +112,23 @@ def fake_trainer(calls):
 
 def test_main_runs_the_trainer_on_the_restored_command_line(monkeypatch):
     calls = []
-    monkeypatch.setitem(sys.modules, "albert.fake_trainer", fake_trainer(calls))
+    monkeypatch.setitem(sagemaker_entry.TRAINERS, "fake_trainer", fake_trainer(calls))
     monkeypatch.setattr(sys, "argv", ["train.py", "--skip_xla", "True", "--val_dir", "false"])
     assert sagemaker_entry.main("fake_trainer") == 7
     assert calls == [["--skip_xla", "--val_dir", "false"]]
+
+
+def test_every_entry_script_runs_a_trainer_of_the_table():
+    """docker/sagemaker/<name>.py runs main("<name>"): each names a trainer of TRAINERS, the
+    module albert.<name> itself, and the table holds no other."""
+    folder = os.path.join(REPO_ROOT, "docker", "sagemaker")
+    scripts = sorted(name.removesuffix(".py") for name in os.listdir(folder)
+                     if name.endswith(".py"))
+    assert scripts == sorted(sagemaker_entry.TRAINERS)
+    for name in scripts:
+        with open(os.path.join(folder, f"{name}.py"), encoding="utf-8") as f:
+            assert f'main("{name}")' in f.read()
+        assert sagemaker_entry.TRAINERS[name] is importlib.import_module(f"albert.{name}")
 
 
 # -- issue 34 item 2: outputs where the job keeps them; item 9: --verbose ------------------------
@@ -166,7 +179,7 @@ def test_the_entry_turns_verbose_true_back_into_the_bare_flag(monkeypatch):
     assert decode(["--verbose", "True", "--train_file", "t.json"],
                   run_squad.build_parser()) == ["--verbose", "--train_file", "t.json"]
     calls = []
-    monkeypatch.setitem(sys.modules, "albert.fake_trainer", fake_trainer(calls))
+    monkeypatch.setitem(sagemaker_entry.TRAINERS, "fake_trainer", fake_trainer(calls))
     monkeypatch.setattr(sys, "argv", ["train.py", "--verbose", "True", "--val_dir", "v"])
     assert sagemaker_entry.main("fake_trainer") == 7
     assert calls == [["--verbose", "--val_dir", "v"]]

@@ -49,11 +49,9 @@ from albert.cli.serving import (
 )
 from albert.data import squad
 from albert.data.tokenization import load_tokenizer
-from albert.errors import CheckpointError
-from albert.io.pretrained import load_model, vocabulary_file
+from albert.io.model_dir import vocabulary_file
 from albert.io.weights import check_vocabulary
 from albert.model import MODEL_INPUTS
-from albert.model.config import AlbertConfig
 from albert.tasks.squad_options import VERSIONS
 
 logger = logging.getLogger("albert.answer")
@@ -163,65 +161,6 @@ def read_questions(path: str) -> list[dict]:
     return records
 
 
-# -- the model ----------------------------------------------------------------------------------
-
-
-def load_qa_model(path: str):
-    """(logits_fn, AlbertConfig, vocabulary path or None) for a QA SavedModel or checkpoint.
-
-    logits_fn(input_ids, attention_mask, token_type_ids), int32 [B, S] numpy arrays ->
-    (start_logits, end_logits) float32 [B, S] numpy arrays.
-    """
-    # TensorFlow and the model only once the flags and the questions are checked (prepare):
-    # a bad flag or input is answered in a second.
-    import tensorflow as tf
-
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        try:
-            loaded = tf.saved_model.load(path)
-        except Exception as e:  # protobuf, OS and TF errors all mean "not a usable SavedModel"
-            raise CheckpointError(f"cannot load SavedModel {path}: "
-                                  f"{str(e).splitlines()[0][:300]}") from None
-        signature = loaded.signatures.get("serving_default")
-        outputs = sorted(signature.structured_outputs) if signature is not None else []
-        if not {"start_logits", "end_logits"} <= set(outputs):
-            raise CheckpointError(
-                f"--checkpoint_path {path} is not a question-answering SavedModel (its "
-                f"serving_default signature returns {', '.join(outputs) or 'nothing'}, not "
-                f"start_logits and end_logits); export one with python -m albert.export --head "
-                "squad")
-        config_path = os.path.join(path, "assets", "config.json")
-        if not os.path.isfile(config_path):
-            raise CheckpointError(f"--checkpoint_path {path} has no assets/config.json: export "
-                                  "it with python -m albert.export")
-        config = AlbertConfig.from_json_file(config_path)
-
-        def logits_fn(input_ids, attention_mask, token_type_ids):
-            out = signature(input_ids=tf.constant(input_ids),
-                            attention_mask=tf.constant(attention_mask),
-                            token_type_ids=tf.constant(token_type_ids))
-            return out["start_logits"].numpy(), out["end_logits"].numpy()
-
-        return logits_fn, config, vocabulary_file(path)
-
-    from albert.model.modeling import AlbertForQuestionAnswering  # TensorFlow, as above
-
-    model = load_model(AlbertForQuestionAnswering, path)
-
-    @tf.function(reduce_retracing=True)
-    def call(input_ids, attention_mask, token_type_ids):
-        out = model({"input_ids": input_ids, "attention_mask": attention_mask,
-                     "token_type_ids": token_type_ids}, training=False)
-        return out["start_logits"], out["end_logits"]
-
-    def logits_fn(input_ids, attention_mask, token_type_ids):
-        start, end = call(tf.constant(input_ids), tf.constant(attention_mask),
-                          tf.constant(token_type_ids))
-        return start.numpy(), end.numpy()
-
-    return logits_fn, model.config, vocabulary_file(path)
-
-
 def apply_task_card(args) -> str:
     """Windows, SQuAD version and vocabulary as the model was fine-tuned (its task card): a flag
     left out takes the model's setting, a flag that differs is an error (other windows than
@@ -311,6 +250,10 @@ def prepare(args) -> tuple[list[dict], str]:
 
 
 def run(args, records: list[dict], spm_model: str) -> int:
+    # TensorFlow and the model only once the flags and the questions are checked (prepare):
+    # a bad flag or input is answered in a second.
+    from albert.cli.serving_model import load_qa_model
+
     logits_fn, config, _ = load_qa_model(args.checkpoint_path)
     check_fits(config, args.max_seq_length)
     tokenizer = load_tokenizer(spm_model)

@@ -38,7 +38,7 @@ from albert.data.record_stats import (
     table,
 )
 from albert.data.tokenization import load_spm, text_rule
-from albert.errors import AlbertError, DataError, FlagError
+from albert.errors import AlbertError, FlagError
 
 
 def build_parser() -> flags.Parser:
@@ -73,31 +73,6 @@ def parse_args(argv=None):
     return args
 
 
-def _shapes_fromfirst_record(files):
-    """(max_seq_length, max_predictions_per_seq, file) from the first record found, else None."""
-    # TensorFlow (albert.data.reader too) only once the flags are checked: --help and a bad
-    # flag are answered without it.
-    import tensorflow as tf
-
-    from albert.data.reader import first_record
-
-    for path in files:
-        try:
-            record = first_record(path)
-        except DataError:
-            continue  # the scan reports it
-        if record is None:
-            continue
-        feature = tf.train.Example.FromString(record).features.feature
-        if "input_ids" not in feature or "masked_lm_positions" not in feature:
-            raise DataError(f"{path}: the first record is not a pretraining example (no "
-                            "input_ids / masked_lm_positions); pass --max_seq_length and "
-                            "--max_predictions_per_seq to check against them")
-        return (len(feature["input_ids"].int64_list.value),
-                len(feature["masked_lm_positions"].int64_list.value), path)
-    return None
-
-
 def vocabulary_size(args) -> tuple[int | None, str]:
     """(the vocabulary's size or None, how it was given): run_main's prepare step, before
     TensorFlow loads, so a wrong --spm_model path is said at once."""
@@ -109,19 +84,20 @@ def vocabulary_size(args) -> tuple[int | None, str]:
 
 def check(args, vocabulary: tuple[int | None, str]) -> int:
     vocab_size, vocabulary = vocabulary
-    # TensorFlow (albert.data.reader) only now, after the vocabulary (vocabulary_size).
-    from albert.data.reader import pretraining_feature_spec, resolve_files, scan_file
+    # TensorFlow (albert.data.reader) only now, once the flags and the vocabulary are checked
+    # (vocabulary_size): --help and a bad flag are answered without it.
+    from albert.data import reader
 
-    files = resolve_files(args.patterns, args.filesystem_prefix)
+    files = reader.resolve_files(args.patterns, args.filesystem_prefix)
     seq, preds = args.max_seq_length, args.max_predictions_per_seq
     source = "from the flags"
     if seq is None or preds is None:
-        found = _shapes_fromfirst_record(files)
+        found = reader.first_record_shapes(files)
         if found:
             seq = seq if seq is not None else found[0]
             preds = preds if preds is not None else found[1]
             source = f"from the first record of {found[2]}"
-    spec = pretraining_feature_spec(seq, preds) if seq is not None else None
+    spec = reader.pretraining_feature_spec(seq, preds) if seq is not None else None
     # Before the scan: a missing vocabulary is said at once, not after every file is read.
     stats = _stats_sources(files, seq, preds, args.spm_model) if args.stats and spec else None
 
@@ -130,7 +106,7 @@ def check(args, vocabulary: tuple[int | None, str]) -> int:
     try:
         for i, path in enumerate(files):
             bar.set_description(f"file {i + 1}/{len(files)} {os.path.basename(path)}")
-            result = scan_file(path, spec, on_records=bar.update, vocab_size=vocab_size)
+            result = reader.scan_file(path, spec, on_records=bar.update, vocab_size=vocab_size)
             checks.append(result)
             if result.problem:
                 bar.write(f"BAD {path}: {result.problem}", file=sys.stdout)
@@ -159,33 +135,9 @@ def check(args, vocabulary: tuple[int | None, str]) -> int:
               "data with this one", flush=True)
     good = [c.path for c in checks if not c.problem and c.records]
     if args.stats:
-        print(statistics(stats, good, seq, preds) if good else
-              "statistics: no good records to compare", flush=True)
+        print(statistics(stats, reader.unpadded_records(good, seq, preds), seq, preds)
+              if good else "statistics: no good records to compare", flush=True)
     return 1 if bad else 0
-
-
-def _records(files, seq, preds):
-    """Every record of `files` as (ids, token_boundary or None, positions, labels, SOP label),
-    unpadded."""
-    import tensorflow as tf  # already loaded by the scan (albert.data.reader)
-
-    from albert.data.reader import pretraining_feature_spec
-
-    spec = pretraining_feature_spec(seq, preds)
-    # -1: a record without token_boundary (BERT's); its words are the vocabulary's then.
-    spec["token_boundary"] = tf.io.FixedLenFeature([seq], tf.int64, default_value=[-1] * seq)
-    for path in files:
-        ds = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz")
-                                     else "").batch(4096)
-        for batch in ds:
-            parsed = {k: v.numpy().tolist() for k, v in tf.io.parse_example(batch, spec).items()}
-            for i, mask in enumerate(parsed["input_mask"]):
-                used = sum(mask)
-                k = sum(w > 0 for w in parsed["masked_lm_weights"][i])
-                boundary = parsed["token_boundary"][i][:used]
-                yield (parsed["input_ids"][i][:used], None if boundary[0] < 0 else boundary,
-                       parsed["masked_lm_positions"][i][:k], parsed["masked_lm_ids"][i][:k],
-                       parsed["next_sentence_labels"][i][0])
 
 
 def _stats_sources(files, seq, preds, spm_model):
@@ -202,16 +154,18 @@ def _stats_sources(files, seq, preds, spm_model):
     return Vocabulary(load_spm(spm_model), text_rule(spm_model)), summary
 
 
-def statistics(sources, files, seq, preds) -> str:
-    """--stats: the table comparing `files`' records with google-research's on the same text."""
+def statistics(sources, records, seq, preds) -> str:
+    """--stats: the table comparing `records` (the good files' records, as
+    albert.data.reader.unpadded_records yields them) with google-research's on the same
+    text."""
     vocab, summary = sources
     settings = summary.get("settings", {})
     keys = ("masked_lm_prob", "ngram", "short_seq_prob", "dupe_factor")
     comparison = Comparison(vocab, seq, preds, {k: settings[k] for k in keys if k in settings})
-    records = 0
-    for record in _records(files, seq, preds):
+    count = 0
+    for record in records:
         comparison.add(*record)
-        records += 1
+        count += 1
     inputs = summary.get("input_files", [])
     missing = [f for f in inputs if not os.path.isfile(f)]
     if not inputs or missing:
@@ -230,7 +184,7 @@ def statistics(sources, files, seq, preds) -> str:
     masking = (f"masking: google's masking of these records' own sequences, {REPEATS} times "
                f"(masked_lm_prob {comparison.settings['masked_lm_prob']}, "
                f"ngram {comparison.settings['ngram']}, max_predictions_per_seq {preds})")
-    return table(comparison.rows(), records, masking, packing)
+    return table(comparison.rows(), count, masking, packing)
 
 
 def main(argv=None) -> int:

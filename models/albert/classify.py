@@ -45,9 +45,8 @@ from albert.cli.serving import (
 from albert.data import classification as data
 from albert.data.tokenization import load_tokenizer
 from albert.errors import CheckpointError
-from albert.io.pretrained import load_model, vocabulary_file
+from albert.io.model_dir import vocabulary_file
 from albert.model import MODEL_INPUTS
-from albert.model.config import AlbertConfig
 
 logger = logging.getLogger("albert.classify")
 
@@ -286,64 +285,6 @@ def prepare(args):
 # -- the model ------------------------------------------------------------------------------------
 
 
-def load_classifier(path: str, card: dict | None):
-    """(logits_fn, AlbertConfig, number of outputs, label names or None) for a classifier
-    SavedModel, trainer checkpoint or Hugging Face directory.
-
-    logits_fn(input_ids, attention_mask, token_type_ids), int32 [B, S] numpy arrays -> float32
-    [B, outputs] numpy logits.
-    """
-    # TensorFlow and the model only once the flags, the task card and the inputs are checked
-    # (prepare): a bad flag or input is answered in a second.
-    import tensorflow as tf
-
-    if os.path.isfile(os.path.join(path, "saved_model.pb")):
-        try:
-            loaded = tf.saved_model.load(path)
-        except Exception as e:  # protobuf, OS and TF errors all mean "not a usable SavedModel"
-            raise CheckpointError(f"cannot load SavedModel {path}: "
-                                  f"{str(e).splitlines()[0][:300]}") from None
-        signature = loaded.signatures.get("serving_default")
-        outputs = signature.structured_outputs if signature is not None else {}
-        if "logits" not in outputs:
-            raise CheckpointError(
-                f"--checkpoint_path {path} is not a classifier SavedModel (its serving_default "
-                f"signature returns {', '.join(sorted(outputs)) or 'nothing'}, not logits); "
-                "export one with python -m albert.export --head classification")
-        config_path = os.path.join(path, "assets", "config.json")
-        if not os.path.isfile(config_path):
-            raise CheckpointError(f"--checkpoint_path {path} has no assets/config.json: export "
-                                  "it with python -m albert.export")
-        width = outputs["logits"].shape[-1]
-
-        def logits_fn(input_ids, attention_mask, token_type_ids):
-            out = signature(input_ids=tf.constant(input_ids),
-                            attention_mask=tf.constant(attention_mask),
-                            token_type_ids=tf.constant(token_type_ids))
-            return out["logits"].numpy()
-
-        return logits_fn, AlbertConfig.from_json_file(config_path), width, None
-
-    from albert.model.modeling import AlbertForSequenceClassification  # TensorFlow, as above
-
-    labels = (card or {}).get("labels")
-    # A trainer checkpoint holds no id2label: the run's labels (its card) name the outputs.
-    options = ({"num_labels": 1} if (card or {}).get("task") == "regression" else
-               {"num_labels": len(labels), "label_names": list(labels)} if labels else {})
-    model = load_model(AlbertForSequenceClassification, path, **options)
-
-    @tf.function(reduce_retracing=True)
-    def call(input_ids, attention_mask, token_type_ids):
-        return model({"input_ids": input_ids, "attention_mask": attention_mask,
-                      "token_type_ids": token_type_ids}, training=False)["logits"]
-
-    def logits_fn(input_ids, attention_mask, token_type_ids):
-        return call(tf.constant(input_ids), tf.constant(attention_mask),
-                    tf.constant(token_type_ids)).numpy()
-
-    return logits_fn, model.config, model.num_labels, model.label_names
-
-
 def output_labels(card: dict | None, outputs: int | None, names, model: str):
     """The label names in id order (None: a regression model), from the card, else the model's
     id2label, else the ids themselves."""
@@ -414,6 +355,10 @@ def result_rows(rows: list[dict], logits, labels) -> list[dict]:
 
 
 def run(args, card, examples, rows, spm_model) -> int:
+    # TensorFlow and the model only once the flags, the task card and the inputs are checked
+    # (prepare): a bad flag or input is answered in a second.
+    from albert.cli.serving_model import load_classifier
+
     logits_fn, config, outputs, names = load_classifier(args.checkpoint_path, card)
     labels = output_labels(card, outputs, names, args.checkpoint_path)
     if not spm_model:

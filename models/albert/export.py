@@ -13,7 +13,8 @@ one output) or `mlm_logits` [batch, seq, vocab], `sop_logits` [batch, 2] (--head
 The vocabulary and the model config travel with it as assets/spiece.model and
 assets/config.json, and a fine-tuned model's task card (the windows, labels in id order and
 vocabulary checksum it was fine-tuned with) as assets/albert_task.json. This module is the
-command; the export itself, and its output-directory checks, are albert.io.savedmodel's.
+command; the export itself is albert.io.savedmodel's, its output-directory checks
+albert.io.export_dir's.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import sys
 from albert.cli.flags import Parser, Renamed, run_main
 from albert.data.tokenization import load_spm
 from albert.errors import CheckpointError, FlagError
-from albert.io.pretrained import load_model, vocabulary_file
-from albert.io.savedmodel import check_output_dir, export_saved_model, model_class
+from albert.io.export_dir import check_output_dir
+from albert.io.model_dir import vocabulary_file
 from albert.io.task_card import read_task_card
 from albert.io.weights import check_vocabulary
 from albert.model.heads import OLD_NAMES, TASKS, task_name
@@ -68,6 +69,10 @@ def prepare(args) -> str:
 
 
 def run(args, source: str | None = None) -> int:
+    # TensorFlow (the loading and the export) only once prepare has checked the flags: --help
+    # and a bad --output_dir are answered without it.
+    from albert.io import pretrained, savedmodel
+
     path = args.checkpoint_path
     if source is None:
         source = prepare(args)
@@ -90,7 +95,7 @@ def run(args, source: str | None = None) -> int:
         labels = card.get("labels")
         options = ({"num_labels": 1} if trained == "regression" else
                    {"num_labels": len(labels), "label_names": list(labels)} if labels else {})
-    model = load_model(model_class(args.head), path, **options)
+    model = pretrained.load_model(savedmodel.model_class(args.head), path, **options)
     # A server would take this vocabulary's ids as the model's: valid ids, wrong tokens.
     check_vocabulary(model.config, pieces, spm_model)
     if card and card.get("vocabulary_sha256") and args.spm_model \
@@ -98,8 +103,8 @@ def run(args, source: str | None = None) -> int:
         raise FlagError(f"--spm_model {spm_model} is not the vocabulary {path} was fine-tuned "
                         "with (its content differs): drop --spm_model to export the one beside "
                         "the checkpoint")
-    out = export_saved_model(model, args.output_dir, args.head, spm_model=spm_model,
-                             overwrite=args.overwrite, protect=[source], card=card)
+    out = savedmodel.export_saved_model(model, args.output_dir, args.head, spm_model=spm_model,
+                                        overwrite=args.overwrite, protect=[source], card=card)
     print(f"exported {args.head} SavedModel to {out} (signature serving_default: "
           f"{', '.join(TASKS[args.head].outputs)})", flush=True)
     return 0

@@ -16,13 +16,18 @@ climbs out of SM_MODEL_DIR (../x), or a URL (s3://...), is refused: exit status 
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import sys
 
+from albert import run_classifier, run_pretraining, run_squad
 from albert.cli.hyperparameters import decode
 from albert.errors import FlagError
+
+# The trainers a job runs, by the name its entry script gives (docker/sagemaker/<name>.py): each
+# imports what computes only in its run(), so a bad hyperparameter is answered before TensorFlow.
+TRAINERS = {"run_pretraining": run_pretraining, "run_squad": run_squad,
+            "run_classifier": run_classifier}
 
 # The flags that name where a trainer writes (a fine-tuner's directories other than
 # --output_dir default to places under it, None here, and follow it).
@@ -116,9 +121,10 @@ def container_argv(argv: list[str], module, environ=None) -> list[str]:
 
 
 def main(trainer: str) -> int:
-    """Run albert.<trainer> in this process on the job's command line; its exit status is the
-    job's, unchanged (an interrupted run's non-zero status tells SageMaker it did not finish)."""
-    module = importlib.import_module(f"albert.{trainer}")
+    """Run albert.<trainer> (one of TRAINERS) in this process on the job's command line; its exit
+    status is the job's, unchanged (an interrupted run's non-zero status tells SageMaker it did
+    not finish)."""
+    module = TRAINERS[trainer]
     try:
         argv = container_argv(sys.argv[1:], module)
     except FlagError as e:

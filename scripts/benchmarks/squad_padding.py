@@ -51,7 +51,6 @@ def bench_squad_padding(args) -> dict:
 
     import tensorflow as tf
 
-    from albert.cli.resolve import xla_plan_from_flags
     from albert.data import squad, squad_records
     from albert.model.config import AlbertConfig
     from albert.model.modeling import AlbertForQuestionAnswering
@@ -59,14 +58,17 @@ def bench_squad_padding(args) -> dict:
     from albert.train import distributed
     from albert.train.optimization import make_optimizer
     from albert.train.precision import set_precision
+    from albert.train.run_spec import Execution
     from albert.train.trainer import Trainer
+    from albert.train.xla_plan import plan_for_run
 
     paddings = ("max", "batch")
     seq = args.max_seq_length
     micro, accum = args.per_gpu_batch_size, args.gradient_accumulation_steps
     dist = distributed.init()
     set_precision(args.precision)
-    xla = xla_plan_from_flags(args, dist)
+    xla = plan_for_run(Execution(precision=args.precision, eager=args.eager,
+                                  xla="off" if args.skip_xla else args.xla), dist)
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer, dev, dev_prefix, train_prefix = squad_padding_set(args, tmp)
         lengths = [f.length for f in dev]

@@ -79,14 +79,15 @@ def bench_step(args) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from albert.cli.resolve import xla_plan_from_flags
     from albert.model.config import AlbertConfig
     from albert.model.modeling import AlbertForPreTraining
     from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.train import distributed
     from albert.train.optimization import make_optimizer
     from albert.train.precision import set_precision
+    from albert.train.run_spec import Execution
     from albert.train.trainer import Trainer
+    from albert.train.xla_plan import plan_for_run
 
     dist = distributed.init()
     set_precision(args.precision)
@@ -110,7 +111,8 @@ def bench_step(args) -> dict:
 
         return run_steps
 
-    xla = xla_plan_from_flags(args, dist)
+    xla = plan_for_run(Execution(precision=args.precision, eager=args.eager,
+                                  xla="off" if args.skip_xla else args.xla), dist)
     run_steps = make_run_steps(model, args.recompute)
     run_steps(args.warmup)
     # Before anything else in the run allocates (transformers' model, the other recompute mode's

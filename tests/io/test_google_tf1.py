@@ -28,7 +28,7 @@ def torch_inputs():
     ("hub", dict(num_hidden_layers=6, num_hidden_groups=3, inner_group_num=1)),
 ])
 def test_google_checkpoint_matches_pytorch(tmp_path, layout, overrides, hf_config, google_dir):
-    from albert.io.pretrained import pretrained_kind, vocabulary_file
+    from albert.io.model_dir import pretrained_kind, vocabulary_file
 
     torch.manual_seed(1)
     hf = transformers.AlbertForPreTraining(hf_config(**overrides)).eval()

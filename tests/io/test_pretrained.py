@@ -30,7 +30,7 @@ def test_save_replaces_existing_atomically(saved, tiny):
 
 
 def test_pretrained_kind_and_vocabulary_file(saved, tmp_path):
-    from albert.io.pretrained import pretrained_kind, vocabulary_file
+    from albert.io.model_dir import pretrained_kind, vocabulary_file
 
     assert pretrained_kind(saved) == "huggingface"
     assert vocabulary_file(saved) is None

@@ -15,8 +15,8 @@ import os
 
 from albert.cli.flags import in_flags
 from albert.errors import FlagError
-from albert.io.pretrained import vocabulary_file
-from albert.io.savedmodel import check_export_dir
+from albert.io.export_dir import check_export_dir
+from albert.io.model_dir import vocabulary_file
 from albert.io.task_card import read_task_card
 from albert.train.distributed import launched_by_horovod
 from albert.train.memory import check_batching
@@ -201,16 +201,6 @@ def tokenizer_path(args) -> str:
             return found
     raise FlagError("no vocabulary: pass --spm_model (or a --checkpoint_path model directory "
                     "that holds its SentencePiece model)")
-
-
-def xla_plan_from_flags(args, dist, recorded: dict | None = None):
-    """--xla/--skip_xla/--eager/--precision -> xla_plan.XlaPlan (for tools without a run spec:
-    scripts/benchmark.py)."""
-    # train.xla_plan imports TensorFlow; the command-line layer answers --help without it.
-    from albert.train.xla_plan import plan_for_run
-
-    return plan_for_run(Execution(precision=args.precision, eager=bool(args.eager),
-                                  xla="off" if args.skip_xla else args.xla), dist, recorded)
 
 
 # (flag, smallest allowed value) for every count and frequency a runner may have; checked up front

@@ -10,7 +10,8 @@ Checks before training (each reads little, so every rank can afford them):
 - count_nonempty_files + check_ranks_have_records: every rank has at least one record to read;
 - check_token_ids: the first records of every file (and the summary.json the generator wrote
   beside them) hold only ids of the model's vocabulary;
-- scan_file (and `python -m albert.check_records`): every record of a file is intact.
+- scan_file (and `python -m albert.check_records`, with first_record_shapes and, for --stats,
+  unpadded_records): every record of a file is intact.
 """
 
 from __future__ import annotations
@@ -280,6 +281,26 @@ def leading_records(path: str, limit: int) -> list[bytes]:
     return records
 
 
+def first_record_shapes(files: list[str]) -> tuple[int, int, str] | None:
+    """(max_seq_length, max_predictions_per_seq, file) from the first record found in `files`
+    (files that cannot be read are passed over: the scan reports them), else None."""
+    for path in files:
+        try:
+            record = first_record(path)
+        except DataError:
+            continue  # the scan reports it
+        if record is None:
+            continue
+        feature = tf.train.Example.FromString(record).features.feature
+        if "input_ids" not in feature or "masked_lm_positions" not in feature:
+            raise DataError(f"{path}: the first record is not a pretraining example (no "
+                            "input_ids / masked_lm_positions); pass --max_seq_length and "
+                            "--max_predictions_per_seq to check against them")
+        return (len(feature["input_ids"].int64_list.value),
+                len(feature["masked_lm_positions"].int64_list.value), path)
+    return None
+
+
 def record_shape_problem(record: bytes, spec: dict) -> str | None:
     """What is wrong with one serialized record against `spec` (None when it fits): a missing
     feature, or a feature length that differs from the flag that sets it."""
@@ -506,6 +527,26 @@ def scan_file(path: str, spec: dict | None = None, batch_size: int = 4096,
     except tf.errors.OpError as e:
         return FileCheck(path, records, f"unreadable ({_tf_message(e)})", "unreadable")
     return FileCheck(path, records)
+
+
+def unpadded_records(files: list[str], seq: int, preds: int):
+    """Every record of `files` as (ids, token_boundary or None, positions, labels, SOP label),
+    unpadded (check_records --stats reads them so)."""
+    spec = pretraining_feature_spec(seq, preds)
+    # -1: a record without token_boundary (BERT's); its words are the vocabulary's then.
+    spec["token_boundary"] = tf.io.FixedLenFeature([seq], tf.int64, default_value=[-1] * seq)
+    for path in files:
+        ds = tf.data.TFRecordDataset(path, compression_type="GZIP" if path.endswith(".gz")
+                                     else "").batch(4096)
+        for batch in ds:
+            parsed = {k: v.numpy().tolist() for k, v in tf.io.parse_example(batch, spec).items()}
+            for i, mask in enumerate(parsed["input_mask"]):
+                used = sum(mask)
+                k = sum(w > 0 for w in parsed["masked_lm_weights"][i])
+                boundary = parsed["token_boundary"][i][:used]
+                yield (parsed["input_ids"][i][:used], None if boundary[0] < 0 else boundary,
+                       parsed["masked_lm_positions"][i][:k], parsed["masked_lm_ids"][i][:k],
+                       parsed["next_sentence_labels"][i][0])
 
 
 def _ids_outside(parsed: dict, vocab_size: int) -> tuple[int, str] | None:

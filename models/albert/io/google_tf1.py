@@ -1,7 +1,7 @@
 """google-research/albert's TF1 releases: a directory with `albert_config.json`, a TF1 checkpoint
 (`model.ckpt-best.*` in v2, `model.ckpt-<step>.*` in v1, or a TF-Hub module's
 `variables/variables.*` whose names start with `module/`) and `30k-clean.model`, read into our
-models.
+models. Finding a release's files (its config, its checkpoint, its vocabulary) is io.model_dir's.
 
 Its kernels are [in, out] like ours; only the sentence-order, SQuAD and classifier output
 weights are stored [out, in]. The model classes come in as arguments: this module never imports
@@ -10,16 +10,14 @@ albert.model.modeling.
 
 from __future__ import annotations
 
-import os
-import re
-
 import numpy as np
+import tensorflow as tf
 
 from albert.errors import CheckpointError
+from albert.io.model_dir import google_checkpoint_prefix, google_config_path
 from albert.io.weights import assign, check_config
 from albert.model.config import GOOGLE_CONFIG_NAME, AlbertConfig
 
-GOOGLE_VOCAB_NAME = "30k-clean.model"
 TFHUB_PREFIX = "module/"
 
 
@@ -79,51 +77,12 @@ def google_variables(model):
     return out
 
 
-# -- finding a release's files --------------------------------------------------------------------
-
-
-def google_config_path(directory: str) -> str | None:
-    """albert_config.json in `directory`, or under its assets/ (as TF-Hub modules keep it)."""
-    for candidate in (os.path.join(directory, GOOGLE_CONFIG_NAME),
-                      os.path.join(directory, "assets", GOOGLE_CONFIG_NAME)):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
-
-
-def google_checkpoint_prefix(directory: str) -> str | None:
-    """The TF1 checkpoint of a Google ALBERT directory, as a prefix (without .index).
-
-    Preference: model.ckpt-best (v2 releases), model.ckpt, the highest model.ckpt-<step> (v1
-    releases, Estimator runs), then a TF-Hub module's variables/variables. None if none exists.
-    """
-    def exists(prefix):
-        return os.path.isfile(prefix + ".index")
-
-    for name in ("model.ckpt-best", "model.ckpt"):
-        if exists(os.path.join(directory, name)):
-            return os.path.join(directory, name)
-    steps = []
-    for name in os.listdir(directory):
-        m = re.fullmatch(r"model\.ckpt-(\d+)\.index", name)
-        if m:
-            steps.append(int(m.group(1)))
-    if steps:
-        return os.path.join(directory, f"model.ckpt-{max(steps)}")
-    hub = os.path.join(directory, "variables", "variables")
-    return hub if exists(hub) else None
-
-
 # -- loading --------------------------------------------------------------------------------------
 
 
 def load_google(cls, directory: str, config: AlbertConfig | None, require_heads: bool,
                 prefix: str | None = None, options: dict | None = None):
     """A Google ALBERT directory (or one checkpoint `prefix` in it) -> `cls` with its weights."""
-    # TensorFlow only here: the command-line tools import this module (cli.resolve,
-    # tasks.runner) and answer --help and --plan_only without it.
-    import tensorflow as tf
-
     config_path = google_config_path(directory)
     if config_path is None:
         raise CheckpointError(f"{directory} has no {GOOGLE_CONFIG_NAME}")

@@ -1,6 +1,7 @@
-"""What a model directory holds, and the model it becomes: the entry points `albert` exports.
+"""The model a directory holds, loaded and saved: the entry points `albert` exports.
 
-Three layouts are read, told apart by their files:
+Three layouts are read, told apart by their files (what a directory holds, without TensorFlow,
+is io.model_dir's):
 - a Hugging Face ALBERT directory (io.huggingface): config.json with model.safetensors or
   pytorch_model.bin;
 - a Google ALBERT release (io.google_tf1): albert_config.json with a TF1 checkpoint;
@@ -22,6 +23,8 @@ import logging
 import os
 import re
 
+import tensorflow as tf
+
 from albert.data.tokenization import load_spm, vocab_checksum
 from albert.errors import (  # CheckpointError importable from here too
     CheckpointError,
@@ -29,12 +32,7 @@ from albert.errors import (  # CheckpointError importable from here too
     OutputError,
 )
 from albert.fs import staged_directory, staged_files
-from albert.io.google_tf1 import (
-    GOOGLE_VOCAB_NAME,
-    google_checkpoint_prefix,
-    google_config_path,
-    load_google,
-)
+from albert.io.google_tf1 import load_google
 from albert.io.huggingface import (
     HF_VOCAB_NAME,
     PYTORCH_NAME,
@@ -42,12 +40,13 @@ from albert.io.huggingface import (
     load_huggingface,
     write_huggingface,
 )
+from albert.io.model_dir import google_checkpoint, google_config_path, pretrained_kind
 from albert.io.task_card import TASK_FILE, card_misfit
 from albert.io.weights import check_vocabulary
-from albert.model.config import GOOGLE_CONFIG_NAME, AlbertConfig
+from albert.model.config import AlbertConfig
 
-__all__ = ["CheckpointError", "load_model", "load_pretrained", "pretrained_kind",
-           "replace_pretrained", "save_pretrained", "vocabulary_file"]
+__all__ = ["CheckpointError", "load_model", "load_pretrained", "replace_pretrained",
+           "save_pretrained"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,58 +54,6 @@ logger = logging.getLogger(__name__)
 # and write_tokenizer_files does not write (it writes spiece.model, tokenizer.json and
 # tokenizer_config.json): SentencePiece's piece list, transformers' special and added tokens.
 STALE_WITH_A_NEW_VOCABULARY = ("spiece.vocab", "special_tokens_map.json", "added_tokens.json")
-
-
-def _google_checkpoint(directory: str) -> bool:
-    """A Google model.ckpt* checkpoint in `directory` (a SavedModel's variables are not one)."""
-    prefix = google_checkpoint_prefix(directory)
-    return bool(prefix) and not prefix.endswith(os.path.join("variables", "variables"))
-
-
-def pretrained_kind(path) -> str:
-    """'google' or 'huggingface': which published layout the directory `path` holds.
-
-    Google: albert_config.json (also under assets/, as TF-Hub modules keep it) or a
-    model.ckpt* checkpoint. Hugging Face: config.json, model.safetensors or pytorch_model.bin.
-    Anything else raises CheckpointError naming both layouts.
-    """
-    directory = os.fspath(path)
-    if not os.path.isdir(directory):
-        raise CheckpointError(f"checkpoint directory not found: {directory}")
-    if google_config_path(directory) or _google_checkpoint(directory):
-        return "google"
-    if any(os.path.exists(os.path.join(directory, name))
-           for name in ("config.json", SAFETENSORS_NAME, PYTORCH_NAME)):
-        return "huggingface"
-    raise CheckpointError(
-        f"{directory} is neither a Hugging Face ALBERT directory (config.json with "
-        f"{SAFETENSORS_NAME} or {PYTORCH_NAME}) nor a Google ALBERT directory "
-        f"({GOOGLE_CONFIG_NAME} with model.ckpt-*.index or a TF-Hub variables/ folder)"
-    )
-
-
-def vocabulary_file(path) -> str | None:
-    """The SentencePiece model that comes with a model directory, or None.
-
-    Looks for spiece.model (Hugging Face, our exports) and 30k-clean.model (Google), Google's
-    name first in a Google directory, in the directory, its assets/ (TF-Hub modules, our
-    SavedModels) and its final/ (a trainer checkpoint directory's last export). A checkpoint
-    prefix is looked up in its directory.
-    """
-    directory = os.fspath(path)
-    if not os.path.isdir(directory):
-        if not os.path.isfile(directory + ".index"):
-            return None
-        directory = os.path.dirname(directory) or "."
-    names = (HF_VOCAB_NAME, GOOGLE_VOCAB_NAME)
-    if google_config_path(directory):
-        names = names[::-1]
-    for folder in (directory, os.path.join(directory, "assets"), os.path.join(directory, "final")):
-        for name in names:
-            candidate = os.path.join(folder, name)
-            if os.path.isfile(candidate):
-                return candidate
-    return None
 
 
 # -- loading --------------------------------------------------------------------------------------
@@ -134,10 +81,6 @@ def _training_checkpoint(path: str) -> str | None:
     A prefix, or a directory of ckpt-<step> files: the latest its `checkpoint` index names, else
     (index missing or stale) the highest step present.
     """
-    # TensorFlow only here: the command-line tools import this module (cli.resolve,
-    # tasks.runner) and answer --help and --plan_only without it.
-    import tensorflow as tf
-
     if os.path.isfile(path + ".index"):
         directory = os.path.dirname(path) or "."
         return None if google_config_path(directory) else path
@@ -165,10 +108,6 @@ def load_model(cls, path, **options):
     as a QA model) raises CheckpointError instead of serving fresh random weights. options:
     num_labels / label_names of a sequence classifier (see the class's head_options).
     """
-    # TensorFlow only here: the command-line tools import this module (cli.resolve,
-    # tasks.runner) and answer --help and --plan_only without it.
-    import tensorflow as tf
-
     path = os.fspath(path).rstrip("/") or "/"
     if not os.path.exists(path) and not os.path.isfile(path + ".index"):
         raise CheckpointError(f"checkpoint not found: {path}")
@@ -258,7 +197,7 @@ def _stale_files(model, directory: str, spm_model: str | None,
     """The checks before save_pretrained writes into `directory`, and the names of its files
     that the save makes stale (to remove once the new files are in)."""
     if os.path.isdir(directory) and (google_config_path(directory)
-                                     or _google_checkpoint(directory)):
+                                     or google_checkpoint(directory)):
         # pretrained_kind reads a Google layout first: the old checkpoint would still load.
         raise OutputError(f"{directory} holds a Google ALBERT checkpoint (albert_config.json or "
                           "model.ckpt*), which from_pretrained would load instead of the saved "

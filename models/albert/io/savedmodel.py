@@ -1,5 +1,5 @@
-"""TensorFlow SavedModels for serving: a model written with its assets, the checks that keep
-that write from destroying anything, and a fine-tuner's --export_dir at the end of its run.
+"""TensorFlow SavedModels for serving: a model written with its assets (where it may go is
+io.export_dir's, checked before any work), and a fine-tuner's --export_dir at the end of its run.
 
 The SavedModel's `serving_default` signature takes int32 `input_ids`, `attention_mask` and
 `token_type_ids` [batch, seq] and returns the float32 outputs of its task (albert.model.heads:
@@ -14,15 +14,18 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shlex
 import shutil
+
+import keras
+import tensorflow as tf
 
 from albert.data.tokenization import load_spm, text_rule, write_tokenizer_config
 from albert.errors import CheckpointError, SettingError
 from albert.fs import new_directory, staged_directory
+from albert.io.export_dir import check_output_dir
 from albert.io.pretrained import load_model
 from albert.io.task_card import read_task_card, write_task_card
-from albert.model import MODEL_INPUTS
+from albert.model import MODEL_INPUTS, modeling
 from albert.model.heads import TASKS, task_name
 
 logger = logging.getLogger(__name__)
@@ -33,14 +36,11 @@ logger = logging.getLogger(__name__)
 
 
 def model_class(task: str):
-    """The model class an export task needs (TASKS), imported only when asked for."""
-    # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
-    import albert.model.modeling
-
+    """The model class an export task needs (TASKS)."""
     task = task_name(task)
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
-    return getattr(albert.model.modeling, TASKS[task].model)
+    return getattr(modeling, TASKS[task].model)
 
 
 def float32_copy(model):
@@ -49,9 +49,6 @@ def float32_copy(model):
     A model trained under a mixed-precision policy (run_squad --precision bf16/fp16) computes
     its matmuls in 16 bits; the export serves full precision whatever the training used.
     """
-    # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
-    import keras
-
     if model.dtype_policy.compute_dtype == "float32":
         return model
     previous = keras.mixed_precision.global_policy()
@@ -70,106 +67,6 @@ def float32_copy(model):
     return twin
 
 
-# -- where a SavedModel may go --------------------------------------------------------------------
-
-SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
-# What marks a run or a checkpoint: our run record, tf.train's checkpoint index (and *.index
-# files, its variables), Hugging Face weights.
-RUN_MARKERS = ("run.json", "checkpoint", "model.safetensors", "pytorch_model.bin")
-
-
-def _is_saved_model(directory: str) -> bool:
-    return any(os.path.isfile(os.path.join(directory, n)) for n in SAVED_MODEL_FILES)
-
-
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def _run_inside(directory: str) -> str | None:
-    """The first file under `directory` that belongs to a run or a checkpoint (SavedModels are
-    not looked into: their variables/ is a checkpoint of their own)."""
-    for root, dirs, files in os.walk(directory):
-        if root != directory and _is_saved_model(root):
-            dirs[:] = []
-            continue
-        for name in files:
-            if name in RUN_MARKERS or (name.endswith(".index") and not _is_saved_model(root)):
-                return os.path.join(root, name)
-    return None
-
-
-def _hint(path: str) -> str:
-    return shlex.quote(os.path.join(os.path.dirname(os.path.abspath(path)), "serving", "1"))
-
-
-def check_output_dir(path: str | None, setting: str = "output_dir", *, overwrite: bool = False,
-                     protect=(), overwrite_setting: str | None = "overwrite") -> str | None:
-    """Refuse, before any work, a SavedModel destination whose replacement would destroy data.
-
-    Exporting replaces the directory whole, so a path such as TF Serving's base path (instead
-    of a version directory) or a checkpoint directory would lose everything in it. Allowed: a
-    new or empty directory, or an existing SavedModel (a new version of it). A non-empty
-    directory that holds no SavedModel needs `overwrite`; a directory that is, or lies above,
-    one of `protect` (the checkpoint being exported, the run's own directories) or that holds
-    a run or a checkpoint anywhere inside is always refused (SettingError naming `setting`, and
-    `overwrite_setting` where that would do). Returns the absolute path (None for None).
-    """
-    named = (setting,) if overwrite_setting is None else (setting, overwrite_setting)
-    flag = "{" + setting + "}"
-    if not path:
-        return None
-    target = os.path.abspath(os.fspath(path))
-    existing = target
-    while not os.path.lexists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        where = "is a file" if existing == target else f"lies under the file {existing}"
-        raise SettingError(f"{flag} {path} {where}: give a directory for the SavedModel (e.g. "
-                           "serving/1, a TF Serving version directory)", *named)
-    real = os.path.realpath(target)
-    if os.path.ismount(real):
-        raise SettingError(f"{flag} {path} is a mount point, which an export cannot replace "
-                           "(it writes a new directory and renames it into place): give a "
-                           f"directory inside it, e.g. {shlex.quote(os.path.join(path, '1'))}",
-                           *named)
-    for other in protect:
-        if other and _within(os.path.realpath(os.fspath(other)), real):
-            raise SettingError(f"{flag} {path} would replace {other}, which this command "
-                               f"reads or writes; give a directory of its own (e.g. "
-                               f"{_hint(path)})", *named)
-    if not os.path.isdir(target) or not os.listdir(target) or _is_saved_model(target):
-        return target
-    found = _run_inside(target)
-    if found:
-        raise SettingError(f"{flag} {path} holds a run or a checkpoint ({found}); exporting "
-                           f"there would delete it: give a directory of its own (e.g. "
-                           f"{_hint(path)})", *named)
-    if overwrite:
-        return target
-    entries = sorted(os.listdir(target))
-    versions = [e for e in entries if e.isdigit() and _is_saved_model(os.path.join(target, e))]
-    shown = ", ".join(entries[:5]) + (", ..." if len(entries) > 5 else "")
-    why = (f"it is a TF Serving base path (versions {', '.join(versions)}): give a version "
-           f"directory such as {shlex.quote(os.path.join(path, str(max(map(int, versions)) + 1)))}"
-           if versions else f"it holds {shown} and no SavedModel")
-    way = (f", or pass {{{overwrite_setting}}} to replace it" if overwrite_setting
-           else ", or empty it first")
-    raise SettingError(f"{flag} {path} is not empty: {why}{way}", *named)
-
-
-def check_export_dir(spec) -> None:
-    """A fine-tuner's --export_dir (spec: a train.run_spec.RunSpec), checked before any
-    training: check_output_dir, protecting every path the run reads or writes (the export comes
-    at the end, when a refusal would waste the run and a replacement could take its checkpoints
-    with it)."""
-    out = spec.outputs
-    files = spec.data.files()
-    check_output_dir(out.export_dir, "export_dir", overwrite_setting=None,
-                     protect=[out.checkpoint_dir, spec.model.checkpoint_path, out.output_dir,
-                              out.log_dir, out.cache_dir, spec.vocabulary, *files])
-
-
 # -- writing one ----------------------------------------------------------------------------------
 
 
@@ -186,9 +83,6 @@ def export_saved_model(model, output_dir: str, task: str, spm_model: str | None 
     Written to a temporary sibling that then replaces `output_dir` (albert.fs), so a model
     server watching the parent never sees a half-written version.
     """
-    # TensorFlow (and Keras) only here: albert.export reads this module before loading it.
-    import tensorflow as tf
-
     task = task_name(task)
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(TASKS)}")
