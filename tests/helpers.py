@@ -136,19 +136,34 @@ def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overri
 
 def run_in_process(module: str, argv) -> tuple:
     """`python -m albert.<module> argv` as main(argv) in this process: (exit status, stdout,
-    stderr). For the errors a command gives, without an interpreter and TensorFlow start per
-    case; an error that escapes as a traceback fails the test outright. tests/cli/test_flags.py
-    keeps one real process per runner for the exit status and the single line."""
+    stderr, the tool's log lines included). For the errors a command gives, the plan it prints,
+    or a short run whose files and lines are what a test reads, without an interpreter and
+    TensorFlow start per case; an error that escapes as a traceback fails the test outright.
+    tests/cli/test_flags.py keeps one real process per runner for the exit status and the
+    single line."""
     import contextlib
     import importlib
     import io
+    import logging
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = importlib.import_module(f"albert.{module}").main([str(a) for a in argv])
-        except SystemExit as e:
-            code = e.code
+    # The tool's log lines go where a process writes them (its stderr, as every tool's
+    # logging.basicConfig sets up); pytest's own handlers would otherwise keep them.
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = importlib.import_module(f"albert.{module}").main([str(a) for a in argv])
+            except SystemExit as e:
+                code = e.code
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
     return code, out.getvalue(), err.getvalue()
 
 
