@@ -16,12 +16,14 @@ for arg in "$@"; do
         *) args+=("$arg") ;;
     esac
 done
-# Two test processes (pytest-xdist), each taking whole files, so a file's shared fixtures (the
-# quick demo, a trained model) are built once. Most of a test here is one core's work (starting a
-# process, tracing, compiling), so on a 2-core machine two at once take about two thirds of the time.
+# Two test processes (pytest-xdist), each taking whole groups (a file, or the files that share a
+# trained model: tests/conftest.py), so shared fixtures (the quick demo, a trained model) are built
+# once, longest group first (conftest's order, kept: --no-loadscope-reorder). Most of a test here
+# is one core's work (tracing, compiling), so on a 2-core machine two at once take about two
+# thirds of the time.
 # ALBERT_TEST_WORKERS=N changes the count; 0 runs the tests in this process (`-n 0` does too).
 workers=${ALBERT_TEST_WORKERS:-$([ "$(nproc)" -ge 2 ] && echo 2 || echo 0)}
-pytest=(.venv/bin/python -m pytest ${tier[@]+"${tier[@]}"} -n "$workers" --dist loadfile
+pytest=(.venv/bin/python -m pytest ${tier[@]+"${tier[@]}"} -n "$workers" --dist loadgroup --no-loadscope-reorder
         ${args[@]+"${args[@]}"})
 
 if [ "$plan" = 1 ]; then

@@ -9,6 +9,48 @@ import keras  # noqa: E402
 import pytest  # noqa: E402
 from helpers import PREDS, SEQ  # noqa: E402
 
+# How two test processes (scripts/test.sh: pytest-xdist, --dist loadgroup) share the work: a
+# group is given to one process whole, so a module's or a group's fixtures are built once; each
+# file is its own group but for the files that share a session fixture's trained model, grouped
+# under the name of the module that holds the fixture (tests/trained_*.py).
+SHARED_FIXTURE_GROUPS = {
+    "trained_squad": ("tests/test_run_squad.py", "tests/test_answer.py",
+                      "tests/test_export.py", "tests/scripts/test_cloud.py"),
+    "trained_classifier": ("tests/test_run_classifier.py", "tests/test_classify.py"),
+}
+# The groups are handed out in collection order (scripts/test.sh turns off xdist's reordering by
+# test count, which put the demo's few slow tests last): the longest first, so that both
+# processes finish together instead of one waiting on the demo at the end. Measured seconds of
+# test time per group (--durations), longest first; the rest keep pytest's order after these.
+LONGEST_FIRST = (
+    "tests/scripts/test_demo.py", "trained_squad", "tests/test_run_pretraining.py",
+    "trained_classifier", "tests/train/test_trainer.py", "tests/train/test_run_spec.py",
+    "tests/scripts/test_benchmark.py", "tests/test_interrupted_runs.py",
+    "tests/model/test_modeling.py", "tests/scripts/test_front_page.py",
+    "tests/scripts/test_scripts.py", "tests/train/test_checkpoint_store.py",
+    "tests/train/test_optimization.py", "tests/train/test_xla_plan.py",
+)
+
+
+def group_of(path: str) -> str:
+    """The group of the test file at `path` (relative to the repository): its shared fixture's
+    name, or the path itself."""
+    return next((name for name, files in SHARED_FIXTURE_GROUPS.items() if path in files), path)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    order = {group: i for i, group in enumerate(LONGEST_FIRST)}
+    groups = {}
+    for item in items:
+        groups[item] = group_of(item.nodeid.split("::", 1)[0])
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    # A stable sort: the files of a group next to each other, each file's tests in its order.
+    first_seen = {}
+    for item in items:
+        first_seen.setdefault(groups[item], len(first_seen))
+    items.sort(key=lambda item: (order.get(groups[item], len(order)), first_seen[groups[item]]))
+
 
 @pytest.fixture(autouse=True)
 def _float32_policy():

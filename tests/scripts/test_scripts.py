@@ -3,9 +3,11 @@ batch plan of docs/pretraining.md's recipe; the two-phase script runs both phase
 tiny data."""
 
 import dis
+import glob
 import importlib
 import inspect
 import io
+import itertools
 import json
 import os
 import re
@@ -225,6 +227,37 @@ def _code_of(item):
     tokens = [t for func in seen for t in tokenize.generate_tokens(
         io.StringIO(textwrap.dedent(inspect.getsource(func))).readline)]
     return " ".join(t.string for t in tokens if t.type != tokenize.COMMENT)
+
+
+def test_the_suites_groups_name_real_files_and_hold_every_user_of_a_trained_model():
+    """scripts/test.sh hands tests/conftest.py's groups to its two test processes whole, longest
+    first: every file the groups and the order name exists (a renamed file would silently lose
+    its place), and every test file that uses a session fixture of tests/trained_<x>.py is in
+    the group trained_<x>, so that the model is trained once, not once per process."""
+    import conftest
+
+    named = [path for files in conftest.SHARED_FIXTURE_GROUPS.values() for path in files]
+    named += [g for g in conftest.LONGEST_FIRST if g not in conftest.SHARED_FIXTURE_GROUPS]
+    assert [p for p in named if not os.path.isfile(os.path.join(REPO_ROOT, p))] == []
+    assert len(set(conftest.LONGEST_FIRST)) == len(conftest.LONGEST_FIRST)
+    for group in conftest.SHARED_FIXTURE_GROUPS:
+        assert os.path.isfile(os.path.join(REPO_ROOT, "tests", f"{group}.py")), group
+    users = {}
+    for path in glob.glob(os.path.join(REPO_ROOT, "tests", "**", "test_*.py"), recursive=True):
+        with open(path, encoding="utf-8") as f:
+            for module in re.findall(r"^(?:from|import) (trained_\w+)", f.read(), re.MULTILINE):
+                users.setdefault(module, set()).add(os.path.relpath(path, REPO_ROOT))
+    assert users and set(users) <= set(conftest.SHARED_FIXTURE_GROUPS), users
+    for module, files in users.items():
+        assert files <= set(conftest.SHARED_FIXTURE_GROUPS[module]), (module, files)
+        assert {conftest.group_of(f) for f in files} == {module}
+    # Order: the named groups first, longest first; each file's tests stay together and in order.
+    items = _collect([])[0]
+    files = [i.nodeid.split("::")[0].split("@")[0] for i in items]
+    groups = list(dict.fromkeys(conftest.group_of(f) for f in files))
+    assert groups[:len(conftest.LONGEST_FIRST)] == list(conftest.LONGEST_FIRST)
+    runs = [f for f, _ in itertools.groupby(files)]
+    assert len(runs) == len(set(runs)) == len(set(files)) > 100
 
 
 def test_fast_runs_the_unit_tier_and_every_other_test_is_marked():
