@@ -10,6 +10,7 @@ import os
 import tensorflow as tf
 
 from albert.data.classification import Feature
+from albert.data.reader import padded_inputs
 
 
 def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
@@ -37,14 +38,6 @@ def write_feature_cache(features: list[Feature], stats: dict, prefix: str,
     os.replace(tmp, prefix + ".tfrecord")
 
 
-def padded_length(longest, max_seq_length: int, multiple: int):
-    """The length a batch whose longest sequence is `longest` (an int32 scalar tensor) is padded
-    to: rounded up to a multiple of `multiple` (fewer distinct shapes for XLA to compile, and
-    tensor-core friendly), never past max_seq_length."""
-    rounded = (longest + multiple - 1) // multiple * multiple
-    return tf.minimum(rounded, max_seq_length)
-
-
 def feature_dataset(prefix: str, regression: bool, max_seq_length: int,
                     padding: str = "batch", pad_to_multiple_of: int = 8):
     """(records, parse): the cached features, and a function that turns a batch of serialized
@@ -61,23 +54,10 @@ def feature_dataset(prefix: str, regression: bool, max_seq_length: int,
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
-        ids = tf.cast(parsed["input_ids"], tf.int32)
-        if padding == "max":
-            length = tf.constant(max_seq_length, tf.int32)
-        else:
-            length = padded_length(tf.cast(tf.reduce_max(ids.row_lengths()), tf.int32),
-                                   max_seq_length, pad_to_multiple_of)
-
-        def dense(ragged):
-            """[B, None] ragged -> [B, length], zeros after each row's end."""
-            x = ragged.to_tensor(0)
-            return tf.pad(x, [[0, 0], [0, length - tf.shape(x)[1]]])
-
         labels = parsed["labels"] if regression else tf.cast(parsed["labels"], tf.int32)
         return {
-            "input_ids": dense(ids),
-            "attention_mask": dense(tf.ones_like(ids)),
-            "token_type_ids": dense(tf.cast(parsed["token_type_ids"], tf.int32)),
+            **padded_inputs(parsed["input_ids"], parsed["token_type_ids"], max_seq_length,
+                            padding, pad_to_multiple_of),
             "labels": labels,
             "index": tf.cast(parsed["index"], tf.int32),
         }

@@ -113,6 +113,34 @@ def _to_model_inputs(parsed: dict) -> dict:
     }
 
 
+def padded_length(longest, max_seq_length: int, multiple: int):
+    """The length a batch whose longest sequence is `longest` (an int32 scalar tensor) is padded
+    to: rounded up to a multiple of `multiple` (fewer distinct shapes to trace or compile, and
+    tensor-core friendly), never past max_seq_length (albert.data.squad.padded_length in
+    Python)."""
+    return tf.minimum((longest + multiple - 1) // multiple * multiple, max_seq_length)
+
+
+def padded_inputs(ids, token_type_ids, max_seq_length: int, padding: str, multiple: int) -> dict:
+    """A fine-tuning batch's model inputs, each [B, S] int32 with zeros after a row's end, from
+    its ragged token ids and token types [B, None] (as tf.io.parse_example reads a
+    RaggedFeature): S is the batch's longest rounded up (padded_length), or max_seq_length with
+    padding="max" (then also the static shape)."""
+    ids = tf.cast(ids, tf.int32)
+    if padding == "max":
+        length = tf.constant(max_seq_length, tf.int32)
+    else:
+        length = padded_length(tf.cast(tf.reduce_max(ids.row_lengths()), tf.int32),
+                               max_seq_length, multiple)
+
+    def dense(ragged):
+        x = ragged.to_tensor(0)
+        x = tf.pad(x, [[0, 0], [0, length - tf.shape(x)[1]]])
+        return tf.ensure_shape(x, [None, max_seq_length if padding == "max" else None])
+
+    return {"input_ids": dense(ids), "attention_mask": dense(tf.ones_like(ids)),
+            "token_type_ids": dense(tf.cast(token_type_ids, tf.int32))}
+
 def shard_files(files: list[str], rank: int, size: int, what: str = "files") -> list[str]:
     if len(files) < size:
         raise DataError(

@@ -342,8 +342,8 @@ def read_feature_meta(prefix: str) -> list[dict]:
 
 def padded_length(longest: int, max_seq_length: int, bucket: int = BUCKET) -> int:
     """The length a batch whose longest window is `longest` is padded to: rounded up to a
-    multiple of `bucket`, never past max_seq_length (albert.data.squad_records pads tensors
-    the same way)."""
+    multiple of `bucket`, never past max_seq_length (albert.data.reader.padded_length pads
+    tensors the same way)."""
     return min((longest + bucket - 1) // bucket * bucket, max_seq_length)
 
 

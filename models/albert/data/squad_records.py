@@ -9,7 +9,7 @@ import os
 
 import tensorflow as tf
 
-from albert.data.reader import resumable_skip, without_autotuner
+from albert.data.reader import padded_inputs, padded_length, resumable_skip, without_autotuner
 from albert.data.squad import BUCKET, Feature, check_padding, feature_meta
 
 
@@ -64,20 +64,8 @@ def _parser(max_seq_length: int, padding: str, bucket: int):
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
-        ids = tf.cast(parsed["input_ids"], tf.int32)
-        if padding == "max":
-            length = tf.constant(max_seq_length, tf.int32)
-        else:
-            longest = tf.cast(tf.reduce_max(ids.row_lengths()), tf.int32)
-            length = _padded_length(longest, max_seq_length, bucket)
-
-        def dense(ragged):
-            x = ragged.to_tensor(0)
-            x = tf.pad(x, [[0, 0], [0, length - tf.shape(x)[1]]])
-            return tf.ensure_shape(x, [None, max_seq_length if padding == "max" else None])
-
-        out = {"input_ids": dense(ids), "attention_mask": dense(tf.ones_like(ids)),
-               "token_type_ids": dense(tf.cast(parsed["token_type_ids"], tf.int32))}
+        out = padded_inputs(parsed["input_ids"], parsed["token_type_ids"], max_seq_length,
+                            padding, bucket)
         for k in ("start_positions", "end_positions", "feature_index"):
             out[k] = tf.cast(parsed[k], tf.int32)
         return out
@@ -109,7 +97,7 @@ def prediction_batches(prefix: str, batch_size: int, max_seq_length: int,
     else:
         def key(record):
             n = tf.cast(_record_length(record), tf.int32)
-            return tf.cast(_padded_length(n, max_seq_length, bucket), tf.int64)
+            return tf.cast(padded_length(n, max_seq_length, bucket), tf.int64)
 
         batches = shard.group_by_window(key, lambda _, group: group.batch(batch_size),
                                         window_size=batch_size)
@@ -188,8 +176,3 @@ def training_batches(records, micro_batch: int, accumulation: int, max_seq_lengt
     return without_autotuner(resumable_skip(arranged, updates_into_window)
                              .map(update, num_parallel_calls=tf.data.AUTOTUNE)
                              .prefetch(tf.data.AUTOTUNE))
-
-
-def _padded_length(longest, max_seq_length: int, bucket: int):
-    """albert.data.squad.padded_length of an int32 tensor."""
-    return tf.minimum((longest + bucket - 1) // bucket * bucket, max_seq_length)
