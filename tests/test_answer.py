@@ -1,59 +1,41 @@
-"""albert.answer as a user runs it: the same answers as run_squad's predictions.json, from a
-checkpoint and from an exported SavedModel, one question at a time, and clear errors."""
+"""albert.answer as a user runs it (its main, in this process): the same answers as run_squad's
+predictions.json, from a checkpoint and from an exported SavedModel, one question at a time, and
+clear errors."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from helpers import run_in_process
+from trained_squad import WINDOW as FINE_TUNED_WINDOW
+from trained_squad import squad_fine_tune_fixture  # noqa: F401 (a fixture)
 
 from albert.demo.squad_sample import write_sample
 from albert.io.pretrained import save_pretrained
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-# The settings both commands get. A short window makes most contexts span several windows. A
-# briefly trained model prefers "no answer" almost everywhere, which would leave few spans to
-# compare; with this threshold both commands give every question its best span, and the
+# The settings both commands get: the shared fine-tune's windows (the longer contexts span
+# several). A briefly trained model prefers "no answer" almost everywhere, which would leave few
+# spans to compare; with this threshold both commands give every question its best span, and the
 # no-answer rule is checked separately (null scores, and a threshold that splits the questions).
-WINDOW = ["--max_seq_length", "96", "--doc_stride", "48", "--max_query_length", "24",
-          "--null_score_diff_threshold", "1e9"]
+WINDOW = [*FINE_TUNED_WINDOW, "--null_score_diff_threshold", "1e9"]
+# Short windows (most contexts span several) for the tests that make up their logits.
+SHORT_WINDOW = ["--max_seq_length", "96", "--doc_stride", "48", "--max_query_length", "24"]
 
 
-def run_module(module, argv, check=True, timeout=300):
-    proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+def run_module(module, argv, check=True):
+    """`python -m <module> argv` as its main in this process: (exit status, stdout, stderr)."""
+    code, out, err = run_in_process(module.removeprefix("albert."), argv)
     if check:
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return proc
+        assert code == 0, out[-2000:] + err[-3000:]
+    return code, out, err
 
 
-@pytest.fixture(scope="module")
-def finetuned(sample_vocab, tmp_path_factory):
-    """A tiny QA model fine-tuned briefly by run_squad, its dev predictions, and the dev
-    questions as JSON lines."""
-    out = tmp_path_factory.mktemp("answer")
-    train, dev = write_sample(str(out / "data"), "v2.0", train_questions=320, dev_questions=48,
-                              seed=11)
-    run_module("albert.run_squad", [
-        "--train_file", train, "--predict_file", dev, "--model_size", "tiny",
-        "--spm_model", sample_vocab, *WINDOW, "--per_gpu_batch_size", "16",
-        "--learning_rate", "1e-3", "--total_steps", "60", "--warmup_steps", "6",
-        "--eval_batch_size", "16", "--skip_xla", "--no_progress",
-        "--output_dir", str(out / "pred"), "--cache_dir", str(out / "cache"),
-        "--checkpoint_dir", str(out / "ckpt"), "--log_dir", str(out / "logs")], timeout=600)
-    predictions = json.loads((out / "pred" / "predictions.json").read_text())
-    null_odds = json.loads((out / "pred" / "null_odds.json").read_text())
-    lines = []
-    for article in json.loads(open(dev, encoding="utf-8").read())["data"]:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                lines.append({"id": qa["id"], "question": qa["question"],
-                              "context": paragraph["context"]})
-    with open(out / "questions.jsonl", "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(json.dumps(line) + "\n")
-    return out, predictions, null_odds, lines
+@pytest.fixture
+def finetuned(squad_fine_tune):
+    """The shared fine-tune's directory, run_squad's dev predictions at the threshold above
+    (every question its best span), its null score differences, and the dev questions as
+    JSON lines (questions.jsonl in the directory)."""
+    run = squad_fine_tune
+    return run.dir, run.answered, run.null_odds, run.questions
 
 
 def answers_of(path):
@@ -77,21 +59,19 @@ def check_same_as_run_squad(rows, finetuned, threshold=1e9):
     assert len(set(predictions.values())) > 5  # spans differ from question to question
 
 
-@pytest.mark.e2e
-def test_answers_from_checkpoint_equal_run_squad(finetuned):
+@pytest.mark.slow
+def test_answers_from_checkpoint_equal_run_squad(finetuned, tmp_path):
     out = finetuned[0]
     run_module("albert.answer", ["--checkpoint_path", str(out / "ckpt" / "final"), "--input",
                                  str(out / "questions.jsonl"), "--output",
-                                 str(out / "from_hf.jsonl"), "--batch_size", "16", *WINDOW])
-    check_same_as_run_squad(answers_of(out / "from_hf.jsonl"), finetuned)
+                                 str(tmp_path / "from_hf.jsonl"), "--batch_size", "16", *WINDOW])
+    check_same_as_run_squad(answers_of(tmp_path / "from_hf.jsonl"), finetuned)
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_answers_from_saved_model_equal_run_squad(finetuned):
     out, _, null_odds, _ = finetuned
-    # Exported from the trainer's own checkpoint directory, the vocabulary found in its final/.
-    run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--head", "qa",
-                                 "--output_dir", str(out / "serving" / "1")])
+    # serving/1: the SavedModel run_squad's --export_dir wrote at the end of the fine-tune.
     # A threshold between two of run_squad's null score differences, in the widest gap near the
     # middle, so that some questions get "" and the rest their span.
     diffs = sorted(null_odds.values())
@@ -99,33 +79,31 @@ def test_answers_from_saved_model_equal_run_squad(finetuned):
     low, high = max(zip(middle[:-1], middle[1:], strict=True), key=lambda p: p[1] - p[0])
     assert high - low > 1e-3
     threshold = (low + high) / 2
-    proc = run_module("albert.answer", ["--checkpoint_path", str(out / "serving" / "1"),
-                                        "--input", str(out / "questions.jsonl"), "--batch_size",
-                                        "16", *WINDOW, "--null_score_diff_threshold",
-                                        str(threshold)])
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    _, stdout, stderr = run_module("albert.answer", [
+        "--checkpoint_path", str(out / "serving" / "1"), "--input", str(out / "questions.jsonl"),
+        "--batch_size", "16", *WINDOW, "--null_score_diff_threshold", str(threshold)])
+    rows = [json.loads(line) for line in stdout.splitlines()]
     check_same_as_run_squad(rows, finetuned, threshold)
     answered = sum(not r["no_answer"] for r in rows)
     assert 0 < answered < len(rows)
-    assert "window" in proc.stderr  # the progress bar
+    assert "window" in stderr  # the progress bar
 
 
-@pytest.mark.e2e
-def test_one_question(finetuned):
+@pytest.mark.slow
+def test_one_question(finetuned, tmp_path):
     out, predictions, _, lines = finetuned
     question = lines[0]
-    proc = run_module("albert.answer", ["--checkpoint_path", str(out / "ckpt" / "final"),
-                                        "--question", question["question"], "--context",
-                                        question["context"], *WINDOW, "--output",
-                                        str(out / "one.jsonl")])
-    assert f"answer: {predictions[question['id']]}\n" in proc.stdout
-    assert "no_answer: false\n" in proc.stdout
-    (row,) = answers_of(out / "one.jsonl")
+    _, stdout, _ = run_module("albert.answer", ["--checkpoint_path", str(out / "ckpt" / "final"),
+                                                "--question", question["question"], "--context",
+                                                question["context"], *WINDOW, "--output",
+                                                str(tmp_path / "one.jsonl")])
+    assert f"answer: {predictions[question['id']]}\n" in stdout
+    assert "no_answer: false\n" in stdout
+    (row,) = answers_of(tmp_path / "one.jsonl")
     assert row["answer"] == predictions[question["id"]]
-    assert f"score: {row['score']:.4f}\n" in proc.stdout
+    assert f"score: {row['score']:.4f}\n" in stdout
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("case, message", [
     ("missing_input", "--input {tmp}/nope.jsonl does not exist"),
     ("empty_question", "--question is empty"),
@@ -167,10 +145,10 @@ def test_clear_errors(case, message, sample_vocab, tmp_path):
         save_pretrained(AlbertForQuestionAnswering(config).build_for_config(),
             tmp_path / "hf", spm_model=sample_vocab)
         model = str(tmp_path / "hf")
-    proc = run_module("albert.answer", ["--checkpoint_path", model, *argv], check=False)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert message.format(tmp=tmp_path) in proc.stderr, proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+    code, _, err = run_module("albert.answer", ["--checkpoint_path", model, *argv], check=False)
+    assert code == 2, err[-2000:]
+    assert message.format(tmp=tmp_path) in err, err[-2000:]
+    assert "Traceback" not in err
 
 
 # -- answers are whole words (issue 25) -----------------------------------------------------------
@@ -219,7 +197,8 @@ def test_answer_and_run_squad_read_the_same_logits_the_same_way(sample_vocab, tm
     examples, data, _ = squad.read_squad(dev)
     tokenizer = load_tokenizer(sample_vocab)
     args = answer.parse_args(["--checkpoint_path", "unused", "--input", dev, "--no_progress",
-                              "--batch_size", "7", "--squad_version", "squadv2", *WINDOW[:6]])
+                              "--batch_size", "7", "--squad_version", "squadv2",
+                              *SHORT_WINDOW])
     settings = squad.FeatureSettings(args.max_seq_length, args.doc_stride, args.max_query_length)
     features = squad.featurize(examples, tokenizer, settings, training=False)
     prefix = str(tmp_path / "cache")
@@ -301,7 +280,7 @@ def test_padding_batch_and_max_give_the_same_answers(sample_vocab, tmp_path):
     assert sum(s[0] for s in calls["batch"]) == sum(s[0] for s in calls["max"])
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_run_squad_predictions_are_whole_words(finetuned):
     """End to end: every non-empty answer and n-best text run_squad wrote for the briefly trained
     model starts and ends on a word boundary of its context."""
@@ -310,7 +289,7 @@ def test_run_squad_predictions_are_whole_words(finetuned):
     answers = [(q, text) for q, text in predictions.items() if text]
     assert len(answers) == len(lines)  # --null_score_diff_threshold 1e9: every question answered
     assert [text for q, text in answers if cut_words(contexts[q], text)] == []
-    nbest = json.loads((out / "pred" / "nbest_predictions.json").read_text())
+    nbest = json.loads((out / "answered" / "nbest_predictions.json").read_text())
     texts = [(q, c["text"]) for q, entries in nbest.items() for c in entries if c["text"]]
     assert len(texts) > 5 * len(lines)
     assert [text for q, text in texts if cut_words(contexts[q], text)] == []
@@ -319,39 +298,40 @@ def test_run_squad_predictions_are_whole_words(finetuned):
 # -- the model's own windows (issue 23, finding 4) ------------------------------------------------
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_saved_model_answers_with_its_fine_tuning_windows_without_flags(finetuned, tmp_path):
     out = finetuned[0]
+    # Exported from the trainer's own checkpoint directory, the vocabulary found in its final/.
     run_module("albert.export", ["--checkpoint_path", str(out / "ckpt"), "--head", "qa",
                                  "--output_dir", str(tmp_path / "serving" / "1")])
     card = json.loads((tmp_path / "serving" / "1" / "assets" / "albert_task.json").read_text())
     assert card["task"] == "squad" and card["vocabulary_sha256"]
     assert {k: card["features"][k] for k in ("max_seq_length", "doc_stride",
                                              "max_query_length")} == {
-        "max_seq_length": 96, "doc_stride": 48, "max_query_length": 24}
+        "max_seq_length": 160, "doc_stride": 64, "max_query_length": 24}
     assert card["features"]["squad_version"] == "v2.0"
     # No window flags: the model's own (run_squad's defaults, 384/128/64, would answer otherwise
     # and exceed this model's 512 positions only by luck).
-    proc = run_module("albert.answer", ["--checkpoint_path", str(tmp_path / "serving" / "1"),
-                                        "--input", str(out / "questions.jsonl"), "--batch_size",
-                                        "16", "--null_score_diff_threshold", "1e9"])
-    check_same_as_run_squad([json.loads(line) for line in proc.stdout.splitlines()], finetuned)
-    assert "windows as fine-tuned: --max_seq_length 96 --doc_stride 48" in proc.stderr
+    _, stdout, stderr = run_module("albert.answer", [
+        "--checkpoint_path", str(tmp_path / "serving" / "1"), "--input",
+        str(out / "questions.jsonl"), "--batch_size", "16", "--null_score_diff_threshold", "1e9"])
+    check_same_as_run_squad([json.loads(line) for line in stdout.splitlines()], finetuned)
+    assert "windows as fine-tuned: --max_seq_length 160 --doc_stride 64" in stderr
     # The Hugging Face export (final/) and the checkpoint directory carry them too.
     for model in (out / "ckpt" / "final", out / "ckpt"):
         question = finetuned[3][0]
-        one = run_module("albert.answer", ["--checkpoint_path", str(model), "--question",
-                                           question["question"], "--context",
-                                           question["context"],
-                                           "--null_score_diff_threshold", "1e9"])
-        assert f"answer: {finetuned[1][question['id']]}\n" in one.stdout
+        _, one, _ = run_module("albert.answer", ["--checkpoint_path", str(model), "--question",
+                                                 question["question"], "--context",
+                                                 question["context"],
+                                                 "--null_score_diff_threshold", "1e9"])
+        assert f"answer: {finetuned[1][question['id']]}\n" in one
     # A window flag that disagrees is refused; an inference knob is not.
-    bad = run_module("albert.answer", ["--checkpoint_path", str(tmp_path / "serving" / "1"),
-                                       "--question", "who?", "--context", "it is mira.",
-                                       "--doc_stride", "64"], check=False)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert (f"--doc_stride 64 differs from the 48 that --checkpoint_path "
-            f"{tmp_path / 'serving' / '1'} was fine-tuned with: drop --doc_stride") in bad.stderr
+    code, _, err = run_module("albert.answer", [
+        "--checkpoint_path", str(tmp_path / "serving" / "1"), "--question", "who?", "--context",
+        "it is mira.", "--doc_stride", "48"], check=False)
+    assert code == 2 and "Traceback" not in err
+    assert (f"--doc_stride 48 differs from the 64 that --checkpoint_path "
+            f"{tmp_path / 'serving' / '1'} was fine-tuned with: drop --doc_stride") in err
 
 
 def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
@@ -379,20 +359,23 @@ def test_a_vocabulary_other_than_the_fine_tuning_one_is_refused(tmp_path):
         apply_task_card(args)
 
 
-@pytest.mark.e2e
-def test_run_squad_predicts_with_the_windows_it_was_fine_tuned_with(finetuned, tmp_path):
+@pytest.mark.slow
+def test_run_squad_predicts_with_the_windows_it_was_fine_tuned_with(squad_fine_tune, tmp_path):
     # Issue 23, finding 4 on run_squad's own prediction-only path: no window flags needed.
-    out, predictions, null_odds, _ = finetuned
-    dev = [p for p in (out / "data").iterdir() if p.name.startswith("dev")][0]
-    base = ["--predict_file", str(dev), "--load_from", "checkpoint", "--checkpoint_path",
-            str(out / "ckpt"), "--null_score_diff_threshold", "1e9", "--eval_batch_size", "16",
-            "--output_dir", str(tmp_path / "pred"), "--skip_xla", "--no_progress"]
+    out = squad_fine_tune.dir
+    base = ["--predict_file", squad_fine_tune.dev, "--load_from", "checkpoint",
+            "--checkpoint_path", str(out / "ckpt"), "--null_score_diff_threshold", "1e9",
+            "--eval_batch_size", "16", "--output_dir", str(tmp_path / "pred"), "--skip_xla",
+            "--no_progress"]
     run_module("albert.run_squad", base)
-    assert json.loads((tmp_path / "pred" / "predictions.json").read_text()) == predictions
-    bad = run_module("albert.run_squad", base + ["--max_seq_length", "128"], check=False)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert (f"--max_seq_length 128 differs from the 96 that --checkpoint_path {out / 'ckpt'} "
-            "was fine-tuned with") in bad.stderr
+    # The same answers as the fixture's prediction-only run, which gave the windows as flags.
+    assert (json.loads((tmp_path / "pred" / "predictions.json").read_text())
+            == squad_fine_tune.answered)
+    code, _, err = run_module("albert.run_squad", base + ["--max_seq_length", "128"],
+                              check=False)
+    assert code == 2 and "Traceback" not in err
+    assert (f"--max_seq_length 128 differs from the 160 that --checkpoint_path {out / 'ckpt'} "
+            "was fine-tuned with") in err
 
 
 # -- issue 34 item 12: the input file, and the card read first ------------------------------------

@@ -1,5 +1,6 @@
-"""albert.export as a user runs it: the SavedModel's signature as saved_model_cli shows it, and a
-fresh process that loads it without this package reproducing the Keras model."""
+"""albert.export as a user runs it (its main, in this process): the SavedModel's signature as
+saved_model_cli shows it, and a fresh process that loads it without this package reproducing the
+Keras model."""
 
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import keras_outputs, serving_inputs, tiny_config
+from helpers import keras_outputs, run_in_process, serving_inputs, tiny_config
 
 from albert import AlbertConfig, AlbertForPreTraining, AlbertForQuestionAnswering
 from albert.data.tokenization import text_rule
@@ -41,11 +42,11 @@ np.savez(sys.argv[3], **out)
 
 
 def export(argv, check=True):
-    proc = subprocess.run([sys.executable, "-m", "albert.export", *argv], capture_output=True,
-                          text=True, timeout=300, env=ENV)
+    """albert.export's main(argv) in this process: (exit status, stdout, stderr)."""
+    code, out, err = run_in_process("export", argv)
     if check:
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return proc
+        assert code == 0, out[-2000:] + err[-3000:]
+    return code, out, err
 
 
 def serve_without_albert(saved_model, inputs, tmp_path):
@@ -69,13 +70,15 @@ def trainer_checkpoint(model, directory):
 
 @pytest.mark.e2e
 def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
+    """The export in this process; saved_model_cli (the tool a user inspects it with) and a
+    fresh interpreter without this package (a server's) are processes by nature."""
     tf.keras.utils.set_random_seed(0)
     model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     trainer_checkpoint(model, tmp_path / "ckpt")
     out = tmp_path / "serving" / "1"
-    proc = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--head", "qa",
-                   "--output_dir", str(out), "--spm_model", sample_vocab])
-    assert "exported squad SavedModel" in proc.stdout  # qa: the old spelling, read
+    _, stdout, _ = export(["--checkpoint_path", str(tmp_path / "ckpt"), "--head", "qa",
+                           "--output_dir", str(out), "--spm_model", sample_vocab])
+    assert "exported squad SavedModel" in stdout  # qa: the old spelling, read
     assert sorted(os.listdir(out / "assets")) == ["config.json", "spiece.model",
                                                   "tokenizer_config.json"]
     # The vocabulary's text rule travels with it: the export tokenizes as the records were made.
@@ -104,6 +107,7 @@ def test_qa_export_from_trainer_checkpoint(sample_vocab, tmp_path):
 
 @pytest.mark.e2e
 def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
+    """Served by a fresh interpreter without this package (a server's), a process by nature."""
     tf.keras.utils.set_random_seed(1)
     model = AlbertForPreTraining(tiny_config()).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
@@ -120,7 +124,6 @@ def test_pretraining_export_from_hf_dir(sample_vocab, tmp_path):
         np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("case, message", [
     ("missing", "--checkpoint_path {tmp}/nope does not exist"),
     ("no_vocab", "no vocabulary beside"),
@@ -143,20 +146,23 @@ def test_export_errors(case, message, sample_vocab, tmp_path):
         trainer_checkpoint(model, tmp_path / "ckpt")
         argv += ["--checkpoint_path", str(tmp_path / "ckpt" / "ckpt-7"),
                  "--spm_model", sample_vocab]
-    proc = export(argv, check=False)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert message.format(tmp=tmp_path) in proc.stderr
-    assert "Traceback" not in proc.stderr
+    code, _, err = export(argv, check=False)
+    assert code == 2, err[-2000:]
+    assert message.format(tmp=tmp_path) in err
+    assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
 
 
 # -- issue 24 ------------------------------------------------------------------------------------
 
-def refused(proc, message):
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: ") and message in last, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr
+def refused(result, message):
+    """result: run_in_process's (exit status, stdout, stderr) of a command that must refuse
+    with `message`, in one last line."""
+    code, out, err = result
+    assert code == 2, out[-2000:] + err[-3000:]
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and message in last, err[-3000:]
+    assert "Traceback" not in err
 
 
 def fake_saved_model(directory):
@@ -170,7 +176,6 @@ def tree(directory):
     return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
 
 
-@pytest.mark.e2e
 def test_export_refuses_a_vocabulary_of_another_size_and_writes_nothing(sample_vocab, tmp_path):
     """A 2000-piece vocabulary for a 1000-token model: a server would map valid ids to the wrong
     tokens. Refused, given or found beside the weights, and nothing is written."""
@@ -180,16 +185,14 @@ def test_export_refuses_a_vocabulary_of_another_size_and_writes_nothing(sample_v
     message = ("the vocabulary {} has 2000 pieces but the model's vocab_size is 1000: pass "
                "the --spm_model it was trained with")
     out = tmp_path / "serving" / "1"
-    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa", "--output_dir",
-                   str(out)], check=False)
-    refused(proc, message.format(tmp_path / "hf" / "spiece.model"))
-    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa", "--output_dir",
-                   str(out), "--spm_model", sample_vocab], check=False)
-    refused(proc, message.format(sample_vocab))
+    refused(export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa", "--output_dir",
+                    str(out)], check=False), message.format(tmp_path / "hf" / "spiece.model"))
+    refused(export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "qa", "--output_dir",
+                    str(out), "--spm_model", sample_vocab], check=False),
+            message.format(sample_vocab))
     assert not (tmp_path / "serving").exists() or not os.listdir(tmp_path / "serving")
 
 
-@pytest.mark.e2e
 def test_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     ckpt = tmp_path / "run" / "checkpoints"
@@ -234,16 +237,14 @@ def test_export_never_replaces_a_serving_base_path_a_run_or_its_checkpoint(sampl
     assert (notes / "saved_model.pb").is_file() and not (notes / "todo.txt").exists()
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("runner, train_file", [("run_squad", "train.json"),
                                                 ("run_classifier", "train.tsv")])
 def test_a_fine_tuners_export_dir_is_checked_before_any_work(runner, train_file, tmp_path):
     """The fine-tuners export at the end of the run: a bad --export_dir is refused at the
     start."""
     def run_squad(*argv):
-        return subprocess.run([sys.executable, "-m", f"albert.{runner}", "--train_file",
-                               str(tmp_path / train_file), "--model_size", "tiny", *argv],
-                              capture_output=True, text=True, timeout=300, env=ENV)
+        return run_in_process(runner, ["--train_file", tmp_path / train_file, "--model_size",
+                                       "tiny", *argv])
 
     ckpt = tmp_path / "squad" / "checkpoints"
     refused(run_squad("--checkpoint_dir", str(ckpt), "--export_dir", str(tmp_path / "squad")),
@@ -258,7 +259,6 @@ def test_a_fine_tuners_export_dir_is_checked_before_any_work(runner, train_file,
     assert not ckpt.exists() and (notes / "todo.txt").read_text() == "keep"
 
 
-@pytest.mark.e2e
 def test_export_refuses_an_output_dir_that_is_a_file_or_lies_under_one(sample_vocab, tmp_path):
     model = AlbertForQuestionAnswering(tiny_config()).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
@@ -271,19 +271,17 @@ def test_export_refuses_an_output_dir_that_is_a_file_or_lies_under_one(sample_vo
     assert (tmp_path / "serving").read_text() == "not a directory"
 
 
-@pytest.mark.e2e
 def test_answer_output_that_is_a_directory_is_refused_before_inference(tmp_path):
     (tmp_path / "answers").mkdir()
-    proc = subprocess.run([sys.executable, "-m", "albert.answer", "--checkpoint_path",
-                           str(tmp_path), "--question", "Who?", "--context", "Mira did.",
-                           "--output", str(tmp_path / "answers")], capture_output=True,
-                          text=True, timeout=120, env=ENV)
-    refused(proc, f"--output {tmp_path / 'answers'} is a directory: give a file name for the "
+    result = run_in_process("answer", ["--checkpoint_path", tmp_path, "--question", "Who?",
+                                       "--context", "Mira did.", "--output",
+                                       tmp_path / "answers"])
+    refused(result, f"--output {tmp_path / 'answers'} is a directory: give a file name for the "
                   f"JSON lines, e.g. {tmp_path / 'answers' / 'answers.jsonl'}")
     assert sorted(os.listdir(tmp_path)) == ["answers"]  # no answers.tmp left behind
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_final_and_saved_model_directories_take_the_umask_mode(sample_records, sample_vocab,
                                                                tmp_path):
     """final/ (a run's Hugging Face export) and SavedModels were made 0700 (tempfile.mkdtemp,
@@ -291,10 +289,13 @@ def test_final_and_saved_model_directories_take_the_umask_mode(sample_records, s
     from helpers import PREDS, SEQ
 
     def cli(module, argv, umask):
-        proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,
-                              text=True, timeout=300, env=ENV,
-                              preexec_fn=lambda: os.umask(umask))
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        # The umask is the process's: this one's, set for the command and put back.
+        saved = os.umask(umask)
+        try:
+            code, out, err = run_in_process(module.removeprefix("albert."), argv)
+        finally:
+            os.umask(saved)
+        assert code == 0, out[-2000:] + err[-3000:]
 
     ckpt = tmp_path / "run"
     cli("albert.run_pretraining", [
@@ -317,7 +318,8 @@ def test_final_and_saved_model_directories_take_the_umask_mode(sample_records, s
 def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_path):
     """A Hugging Face classifier without a task card (from elsewhere): the SavedModel returns
     `logits` [batch, 3] as the Keras model does, and its card holds what the model knows: the
-    task and its id2label in id order, no windows or vocabulary checksum nobody recorded."""
+    task and its id2label in id order, no windows or vocabulary checksum nobody recorded.
+    saved_model_cli and the fresh interpreter that serves it are processes by nature."""
     from albert import AlbertForSequenceClassification
 
     tf.keras.utils.set_random_seed(3)
@@ -325,9 +327,9 @@ def test_classification_export_keeps_the_labels_in_id_order(sample_vocab, tmp_pa
     model = AlbertForSequenceClassification(tiny_config(), 3, labels).build_for_config()
     save_pretrained(model, tmp_path / "hf", spm_model=sample_vocab)
     out = tmp_path / "serving" / "1"
-    proc = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",
-                   "--output_dir", str(out)])
-    assert "(signature serving_default: logits)" in proc.stdout
+    _, stdout, _ = export(["--checkpoint_path", str(tmp_path / "hf"), "--head", "classification",
+                           "--output_dir", str(out)])
+    assert "(signature serving_default: logits)" in stdout
     assert json.loads((out / "assets" / "albert_task.json").read_text()) == {
         "task": "classification", "features": {}, "labels": labels, "vocabulary_sha256": None}
     shown = subprocess.run([SAVED_MODEL_CLI, "show", "--dir", str(out), "--tag_set", "serve",

@@ -12,7 +12,8 @@ import boto3
 import botocore.session
 import pytest
 from botocore.validate import ParamValidator
-from helpers import PREDS, REPO_ROOT, SEQ
+from helpers import PREDS, REPO_ROOT, SEQ, run_in_process
+from trained_squad import squad_fine_tune_fixture  # noqa: F401 (a fixture)
 
 from albert.cli.hyperparameters import boolean_flags, decode
 
@@ -125,6 +126,8 @@ def test_moto_server_accepts_and_reads_back(request_dict, monkeypatch, tmp_path)
 
 @pytest.mark.e2e
 def test_missing_values_listed_together(monkeypatch):
+    """The shipped script run as a user runs it, its settings from the user's environment
+    ($SAGEMAKER_*) as a fresh process reads them: a process by nature."""
     for env in ("SAGEMAKER_ROLE", "SAGEMAKER_IMAGE_NAME", "SAGEMAKER_FSX_ID",
                 "SAGEMAKER_FSX_MOUNT_NAME", "SAGEMAKER_SUBNET_IDS",
                 "SAGEMAKER_SECURITY_GROUP_IDS", "SAGEMAKER_OUTPUT_S3_URI"):
@@ -142,6 +145,7 @@ def test_missing_values_listed_together(monkeypatch):
 
 @pytest.mark.e2e
 def test_dry_run_prints_json_from_env(monkeypatch):
+    """The shipped script in a fresh process with the user's environment ($SAGEMAKER_*)."""
     env = {**os.environ, "SAGEMAKER_ROLE": "arn:aws:iam::123456789012:role/R",
            "SAGEMAKER_IMAGE_NAME": "img:1", "SAGEMAKER_FSX_ID": "fs-0123456789abcdef0",
            "SAGEMAKER_FSX_MOUNT_NAME": "mnt", "SAGEMAKER_SUBNET_IDS": "subnet-1",
@@ -167,9 +171,8 @@ def test_spot_needs_checkpoint_uri():
         ls.build_request(args, rest, "x")
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("entry", ["run_pretraining", "run_squad", "run_classifier"])
-def test_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
+def test_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, no_aws, capsys):
     """Issue 24 item 14: `--val_dir false` passed the launcher and the container dropped it
     (no validation). The launcher's request, then the container's entry script as the SageMaker
     toolkit calls it (`--name value` per hyperparameter), reach the trainer's parser as: a
@@ -179,12 +182,12 @@ def test_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
     scored = "test_file" if entry == "run_classifier" else "predict_file"
     data = ["--train_dir", "t", "--val_dir", "false"] if entry == "run_pretraining" else [
         "--train_file", "false", f"--{scored}", "true"]
-    proc = subprocess.run(
-        [sys.executable, LAUNCHER, "--entry_point", entry, "--dry_run", *data, "--total_steps",
-         "10", "--skip_xla", "false", "--no_progress", "true", "--eager"],
-        capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    hp = json.loads(proc.stdout)["HyperParameters"]
+    ls = load_launcher()
+    code = ls.main(["--entry_point", entry, "--dry_run", *data, "--total_steps", "10",
+                    "--skip_xla", "false", "--no_progress", "true", "--eager"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    hp = json.loads(out)["HyperParameters"]
     toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
                     for item in (f"--{key}", value)]
     module = importlib.import_module(f"albert.{entry}")
@@ -201,37 +204,39 @@ def test_only_boolean_flags_turn_true_false_into_a_bare_flag(entry, tmp_path):
     assert "--skip_xla" in boolean_flags(parser) and "--val_dir" not in boolean_flags(parser)
 
     # A flag that takes a value, given none, is refused (it would arrive as the value "True").
-    bare = subprocess.run([sys.executable, LAUNCHER, "--entry_point", entry, "--dry_run",
-                           *data, "--total_steps", "10", "--warmup_steps"],
-                          capture_output=True, text=True, env={**os.environ, **ENV},
-                          timeout=120)
-    assert bare.returncode == 2 and bare.stdout == ""
-    assert bare.stderr == (f"error: --warmup_steps needs a value ({entry} takes --warmup_steps "
-                           "VALUE); nothing submitted\n")
+    code = ls.main(["--entry_point", entry, "--dry_run", *data, "--total_steps", "10",
+                    "--warmup_steps"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == (f"error: --warmup_steps needs a value ({entry} takes --warmup_steps "
+                   "VALUE); nothing submitted\n")
 
 
 @pytest.mark.e2e
-def test_run_classifier_is_an_entry_point(tmp_path):
+def test_run_classifier_is_an_entry_point(tmp_path, no_aws, capsys):
     """Issue 23: the launcher takes --entry_point run_classifier, checks its flags with
     run_classifier's own parser, and the image's entry script runs run_classifier from the
-    toolkit's `--name value` pairs (here a plan-only run)."""
+    toolkit's `--name value` pairs (here a plan-only run). The entry script runs as the
+    container runs it: a process of its own, in a working directory it must leave empty."""
     env = {**os.environ, **ENV}
-    argv = [sys.executable, LAUNCHER, "--entry_point", "run_classifier", "--dry_run",
+    ls = load_launcher()
+    argv = ["--entry_point", "run_classifier", "--dry_run",
             "--instance_type", "ml.g5.12xlarge", "--glue_task", "sst2", "--train_file",
             "glue/SST-2/train.tsv", "--export_dir", "/opt/ml/model/1", "--model_size", "tiny",
             "--total_steps", "10", "--plan_only"]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    hp = json.loads(proc.stdout)["HyperParameters"]
+    code = ls.main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    hp = json.loads(out)["HyperParameters"]
     assert hp["sagemaker_program"] == "run_classifier.py"
     assert (hp["glue_task"], hp["export_dir"], hp["plan_only"]) == ("sst2", "/opt/ml/model/1",
                                                                     "True")
     assert os.path.isfile(os.path.join(REPO_ROOT, "docker", "sagemaker", "run_classifier.py"))
-    bad = subprocess.run(argv + ["--doc_stride", "128"], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr.startswith("error: unknown flag(s) --doc_stride")
-    assert "one that run_classifier accepts" in bad.stderr
+    code = ls.main(argv + ["--doc_stride", "128"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("error: unknown flag(s) --doc_stride")
+    assert "one that run_classifier accepts" in err
 
     toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
                     for item in (f"--{key}", value)]
@@ -300,32 +305,22 @@ def test_metric_definitions_read_each_logged_value_in_any_key_order(entry, capsy
         assert not any(re.findall(d["Regex"], foreign) for d in definitions)
 
 
-@pytest.mark.e2e
-def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_path):
+@pytest.mark.slow
+def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, squad_fine_tune,
+                                             tmp_path):
     """Each job's regexes checked against what its trainer actually prints: every value the
     run's metrics.jsonl (or eval_results.json) holds is read; a metric this run did not log is
-    not."""
+    not. The pretraining lines from a 2-step run, the fine-tuning ones from the shared SQuAD
+    fine-tune, both in this process (their stdout as a process writes it)."""
     ls = load_launcher()
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    pre = subprocess.run([
-        sys.executable, "-m", "albert.run_pretraining", "--filesystem_prefix",
-        str(sample_records), "--train_dir", "train", "--val_dir", "validation",
-        "--model_size", "tiny", "--spm_model", sample_vocab, "--max_seq_length", str(SEQ),
-        "--max_predictions_per_seq", str(PREDS), "--per_gpu_batch_size", "8",
+    code, pre, err = run_in_process("run_pretraining", [
+        "--filesystem_prefix", str(sample_records), "--train_dir", "train", "--val_dir",
+        "validation", "--model_size", "tiny", "--spm_model", sample_vocab, "--max_seq_length",
+        str(SEQ), "--max_predictions_per_seq", str(PREDS), "--per_gpu_batch_size", "8",
         "--total_steps", "2", "--log_frequency", "1", "--validation_frequency", "2",
         "--checkpoint_dir", str(tmp_path / "ck"), "--log_dir", str(tmp_path / "lg"),
-        "--skip_xla", "--no_progress"], capture_output=True, text=True, env=env, check=True)
-    from albert.demo.squad_sample import write_sample
-
-    train_file, dev = write_sample(str(tmp_path / "sq"), train_questions=5, dev_questions=8)
-    # Two fine-tuning steps: run_squad refuses to score an untrained model.
-    sq = subprocess.run([
-        sys.executable, "-m", "albert.run_squad", "--train_file", train_file, "--predict_file",
-        dev, "--model_size", "tiny", "--spm_model", sample_vocab, "--max_seq_length", "128",
-        "--per_gpu_batch_size", "2", "--total_steps", "2", "--log_frequency", "1",
-        "--skip_xla", "--output_dir", str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"),
-        "--log_dir", str(tmp_path / "l2"), "--checkpoint_dir", str(tmp_path / "ck2"),
-        "--no_progress"], capture_output=True, text=True, env=env, check=True)
+        "--skip_xla", "--no_progress"])
+    assert code == 0, err[-3000:]
 
     def last_of_each(log_dir):
         records = {}
@@ -334,15 +329,17 @@ def test_metric_regexes_match_real_log_lines(sample_records, sample_vocab, tmp_p
             records[record["split"]] = record  # SageMaker reports the last match in the log
         return records
 
-    squad_records = last_of_each(tmp_path / "l2")
-    squad_records["eval"] = json.loads((tmp_path / "o" / "eval_results.json").read_text())
-    for entry, proc, records in (("run_pretraining", pre, last_of_each(tmp_path / "lg")),
-                                 ("run_squad", sq, squad_records)):
+    squad = squad_fine_tune.dir
+    squad_records = last_of_each(squad / "logs")
+    squad_records["eval"] = json.loads((squad / "pred" / "eval_results.json").read_text())
+    for entry, stdout, records in (
+            ("run_pretraining", pre, last_of_each(tmp_path / "lg")),
+            ("run_squad", squad_fine_tune.stdout, squad_records)):
         definitions = ls.metric_definitions(ls.entry_task(entry))
         read = 0
         for metric in definitions:
             prefix, name = metric["Name"].split(":")
-            matches = re.findall(metric["Regex"], proc.stdout)
+            matches = re.findall(metric["Regex"], stdout)
             value = records.get(prefix, {}).get(name)
             if not isinstance(value, int | float):
                 assert not matches, metric
@@ -436,19 +433,17 @@ def no_aws(monkeypatch):
     return ["--endpoint_url", "http://127.0.0.1:9"]
 
 
-@pytest.mark.e2e
-def test_launcher_dry_run_hyphen_does_not_submit():
+def test_launcher_dry_run_hyphen_does_not_submit(no_aws, capsys):
     """Item 11: `--dry-run` (and every launcher flag spelt with hyphens) is the launcher's own,
     not a hyperparameter of a real submission; space-separated ids are separate ids."""
-    proc = subprocess.run(
-        [sys.executable, LAUNCHER, "--entry-point", "run_squad", "--dry-run",
-         "--instance-type", "ml.g5.12xlarge", "--subnet-ids", "subnet-a", "subnet-b,subnet-c",
-         "--security_group_ids", "sg-1", "sg-2", "--train_file", "squad/train.json",
-         "--endpoint_url", "http://127.0.0.1:9"],
-        capture_output=True, text=True, env={**os.environ, **ENV, "AWS_MAX_ATTEMPTS": "1"},
-        timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    request = json.loads(proc.stdout)
+    ls = load_launcher()
+    code = ls.main(["--entry-point", "run_squad", "--dry-run", "--instance-type",
+                    "ml.g5.12xlarge", "--subnet-ids", "subnet-a", "subnet-b,subnet-c",
+                    "--security_group_ids", "sg-1", "sg-2", "--train_file", "squad/train.json",
+                    "--endpoint_url", "http://127.0.0.1:9"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    request = json.loads(out)
     hp = request["HyperParameters"]
     assert not {"dry-run", "dry_run", "instance-type", "subnet-ids"} & set(hp)
     assert hp["train_file"] == "squad/train.json"
@@ -654,24 +649,25 @@ def test_a_relative_output_path_is_said_to_go_to_the_jobs_model_directory(no_aws
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_a_launched_fine_tune_without_output_flags_writes_only_to_sm_model_dir(
-        sample_vocab, tmp_path):
+        sample_vocab, tmp_path, no_aws, capsys):
     """End to end: the launcher's --dry_run request, its hyperparameters given to the image's
     entry script as the toolkit gives them, with SM_MODEL_DIR set and a working directory of
     its own: a fine-tune without any output flag leaves its results in SM_MODEL_DIR and
-    nothing in the working directory."""
+    nothing in the working directory. The entry script runs as the container runs it, a process
+    with that environment and working directory."""
     from albert.demo.classification_sample import write_task
 
     write_task(str(tmp_path / "fsx" / "topic"), "topic", seed=0)
     env = {**os.environ, **ENV}
-    proc = subprocess.run(
-        [sys.executable, LAUNCHER, "--entry_point", "run_classifier", "--dry_run",
-         "--instance_type", "ml.g5.xlarge", "--train_file", "topic/train.tsv", "--eval_file",
-         "topic/dev.tsv", "--model_size", "tiny", "--config_override", "num_hidden_layers=1",
-         "--spm_model", sample_vocab, "--max_seq_length", "32", "--per_gpu_batch_size", "8",
-         "--total_steps", "1", "--xla", "off", "--no_progress", "--verbose"],
-        capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    hp = json.loads(proc.stdout)["HyperParameters"]
+    code = load_launcher().main([
+        "--entry_point", "run_classifier", "--dry_run", "--instance_type", "ml.g5.xlarge",
+        "--train_file", "topic/train.tsv", "--eval_file", "topic/dev.tsv", "--model_size",
+        "tiny", "--config_override", "num_hidden_layers=1", "--spm_model", sample_vocab,
+        "--max_seq_length", "32", "--per_gpu_batch_size", "8", "--total_steps", "1", "--xla",
+        "off", "--no_progress", "--verbose"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "", err
+    hp = json.loads(out)["HyperParameters"]
     hp["filesystem_prefix"] = str(tmp_path / "fsx")  # the FSx channel, here
     toolkit_argv = [item for key, value in hp.items() if not key.startswith("sagemaker_")
                     for item in (f"--{key}", value)]
