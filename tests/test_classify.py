@@ -6,30 +6,33 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
+from typing import NamedTuple
 
 import numpy as np
 import pytest
+from helpers import run_in_process
 
-from albert.demo.classification_sample import write_task
+# The session's fine-tunes, shared with the other file that reads them (imported fixtures
+# would be one fixture per module, each trained once); a plugin's asserts are rewritten only
+# if it is registered before its first import.
+pytest_plugins = ["trained_classifier"]
+pytest.register_assert_rewrite("trained_classifier")
+from trained_classifier import SEQ, read_tsv  # noqa: E402
 
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-SEQ = 64
+
+class Run(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def run_module(module, argv, check=True, timeout=600):
-    proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+def run_module(module, argv, check=True):
+    """`python -m albert.<module> argv` in this process (a successful run's files and lines, a
+    refusal's status and line): albert.classify, albert.export."""
+    proc = Run(*run_in_process(module.removeprefix("albert."), argv))
     if check:
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc
-
-
-def read_tsv(path):
-    lines = path.read_text(encoding="utf-8").splitlines()
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
 def read_jsonl(path):
@@ -37,20 +40,10 @@ def read_jsonl(path):
 
 
 @pytest.fixture(scope="module")
-def topic_run(sample_vocab, tmp_path_factory):
-    """run_classifier on the four-topic task, briefly (a high learning rate, so that the model
-    already tells some topics apart and its predictions are not one label), scoring dev.tsv
-    and exporting a SavedModel with --export_dir."""
-    out = tmp_path_factory.mktemp("classify")
-    write_task(str(out / "topic"), "topic", seed=0)
-    proc = run_module("albert.run_classifier", [
-        "--train_file", str(out / "topic" / "train.tsv"), "--eval_file",
-        str(out / "topic" / "dev.tsv"), "--model_size", "tiny", "--config_override",
-        "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", str(SEQ),
-        "--per_gpu_batch_size", "32", "--learning_rate", "5e-3", "--warmup_steps", "3",
-        "--total_steps", "30", "--output_dir", str(out / "run"), "--export_dir",
-        str(out / "serving" / "1"), "--no_progress", "--xla", "off"])
-    return out, proc
+def topic_run(topic_fine_tune, topic_task):
+    """The session's four-topic fine-tune (trained_classifier): its dev.tsv, scores,
+    predictions, checkpoint and --export_dir SavedModel."""
+    return topic_fine_tune, topic_task[0]
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +57,8 @@ def reference(topic_run, sample_vocab):
     from albert.io.pretrained import load_model
     from albert.model.modeling import AlbertForSequenceClassification
 
-    out, _ = topic_run
-    examples = data.read_examples(str(out / "topic" / "dev.tsv"), data.Columns("sentence"),
+    run, topic = topic_run
+    examples = data.read_examples(str(topic / "dev.tsv"), data.Columns("sentence"),
                                   labelled=False)
     features, _ = data.featurize(examples, None, load_tokenizer(sample_vocab), SEQ)
     inputs = {k: np.zeros([len(features), SEQ], np.int32)
@@ -73,8 +66,7 @@ def reference(topic_run, sample_vocab):
     for i, f in enumerate(features):
         inputs["input_ids"][i, :len(f.input_ids)] = f.input_ids
         inputs["attention_mask"][i, :len(f.input_ids)] = 1
-    model = load_model(AlbertForSequenceClassification, str(out / "run" / "checkpoints"),
-                       num_labels=4)
+    model = load_model(AlbertForSequenceClassification, str(run.ckpt), num_labels=4)
     logits = model(inputs, training=False)["logits"].numpy().astype(np.float64)
     keras.backend.clear_session()
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
@@ -84,9 +76,9 @@ def reference(topic_run, sample_vocab):
 def check_same_as_run_classifier(rows, topic_run, reference):
     """Labels exactly run_classifier's dev predictions, probabilities the softmax of the logits
     (to 1e-5), labels in the model's id order."""
-    out, _ = topic_run
-    labels = json.loads((out / "run" / "eval_results.json").read_text())["labels"]
-    predicted = read_tsv(out / "run" / "eval_predictions.tsv")
+    run, _ = topic_run
+    labels = json.loads((run.out / "eval_results.json").read_text())["labels"]
+    predicted = read_tsv(run.out / "eval_predictions.tsv")
     assert len(rows) == len(predicted) == len(reference)
     assert [r["label"] for r in rows] == [p["prediction"] for p in predicted]
     assert len({r["label"] for r in rows}) > 1  # a model that answers one label proves little
@@ -99,11 +91,11 @@ def check_same_as_run_classifier(rows, topic_run, reference):
 @pytest.mark.e2e
 def test_saved_model_of_run_classifier_export_dir_gives_its_predictions(topic_run, reference,
                                                                          tmp_path):
-    out, proc = topic_run
-    saved = out / "serving" / "1"
-    assert f"SavedModel: {saved}" in proc.stdout
+    run, topic = topic_run
+    saved = run.export
+    assert f"SavedModel: {saved}" in run.stdout
     card = json.loads((saved / "assets" / "albert_task.json").read_text())
-    result = json.loads((out / "run" / "eval_results.json").read_text())
+    result = json.loads((run.out / "eval_results.json").read_text())
     assert card["task"] == "classification" and card["labels"] == result["labels"]
     # The model's own record of its labels, which classify checks the card against.
     config = json.loads((saved / "assets" / "config.json").read_text())
@@ -111,13 +103,13 @@ def test_saved_model_of_run_classifier_export_dir_gives_its_predictions(topic_ru
     assert card["features"]["max_seq_length"] == SEQ and card["vocabulary_sha256"]
     # No --max_seq_length: the model's own (64; a model without a card would be read at 128).
     classify = run_module("albert.classify", ["--checkpoint_path", str(saved), "--input",
-                                              str(out / "topic" / "dev.tsv"), "--output",
+                                              str(topic / "dev.tsv"), "--output",
                                               str(tmp_path / "labels.jsonl")])
     assert f"features as fine-tuned: --max_seq_length {SEQ}" in classify.stderr
     assert classify.stdout == ""
     rows = read_jsonl(tmp_path / "labels.jsonl")
     check_same_as_run_classifier(rows, topic_run, reference)
-    dev = read_tsv(out / "topic" / "dev.tsv")
+    dev = read_tsv(topic / "dev.tsv")
     assert [r["index"] for r in rows] == list(range(len(dev)))
     assert [r["text"] for r in rows] == [d["sentence"] for d in dev]
     hits = sum(r["label"] == d["label"] for r, d in zip(rows, dev, strict=True))
@@ -130,22 +122,22 @@ def test_saved_model_of_run_classifier_export_dir_gives_its_predictions(topic_ru
 def test_albert_export_task_classification_gives_the_same(topic_run, reference, tmp_path):
     """albert.export --head classification from the checkpoint: the same card, the same
     answers, one text at a time (--max_seq_length that agrees with the model is accepted)."""
-    out, _ = topic_run
+    run, topic = topic_run
     saved = tmp_path / "serving" / "2"
-    proc = run_module("albert.export", ["--checkpoint_path", str(out / "run" / "checkpoints"),
+    proc = run_module("albert.export", ["--checkpoint_path", str(run.ckpt),
                                         "--head", "classification", "--output_dir", str(saved)])
     assert "exported classification SavedModel" in proc.stdout and "logits" in proc.stdout
     assert sorted(os.listdir(saved / "assets")) == ["albert_task.json", "config.json",
                                                     "spiece.model", "tokenizer_config.json"]
     assert (json.loads((saved / "assets" / "albert_task.json").read_text())
-            == json.loads((out / "serving" / "1" / "assets" / "albert_task.json").read_text()))
-    dev = read_tsv(out / "topic" / "dev.tsv")
+            == json.loads((run.export / "assets" / "albert_task.json").read_text()))
+    dev = read_tsv(topic / "dev.tsv")
     one = run_module("albert.classify", ["--checkpoint_path", str(saved), "--text",
                                          dev[1]["sentence"], "--max_seq_length", str(SEQ),
                                          "--batch_size", "3"])
     (row,) = [json.loads(line) for line in one.stdout.splitlines()]
     assert row["text"] == dev[1]["sentence"] and set(row) == {"text", "label", "probabilities"}
-    assert row["label"] == read_tsv(out / "run" / "eval_predictions.tsv")[1]["prediction"]
+    assert row["label"] == read_tsv(run.out / "eval_predictions.tsv")[1]["prediction"]
     np.testing.assert_allclose(list(row["probabilities"].values()), reference[1], atol=1e-5)
 
 
@@ -153,12 +145,12 @@ def test_albert_export_task_classification_gives_the_same(topic_run, reference, 
 def test_checkpoint_and_its_hugging_face_export_give_the_same(topic_run, reference, tmp_path):
     """--checkpoint_path the run's checkpoint directory (labels from its run record) and its final/
     (labels from id2label and the card beside it), with JSON lines keyed "text"."""
-    out, _ = topic_run
-    dev = read_tsv(out / "topic" / "dev.tsv")
+    run, topic = topic_run
+    dev = read_tsv(topic / "dev.tsv")
     (tmp_path / "dev.jsonl").write_text("".join(
         json.dumps({"id": f"d{i}", "text": d["sentence"]}) + "\n" + ("\n" if i == 3 else "")
         for i, d in enumerate(dev)))
-    for model in (out / "run" / "checkpoints", out / "run" / "checkpoints" / "final"):
+    for model in (run.ckpt, run.ckpt / "final"):
         run_module("albert.classify", ["--checkpoint_path", str(model), "--input",
                                        str(tmp_path / "dev.jsonl"), "--output",
                                        str(tmp_path / "out.jsonl"), "--batch_size", "50"])
@@ -167,50 +159,32 @@ def test_checkpoint_and_its_hugging_face_export_give_the_same(topic_run, referen
         check_same_as_run_classifier(rows, topic_run, reference)
 
 
-@pytest.fixture(scope="module")
-def regression_run(sample_vocab, tmp_path_factory):
-    """A regression fine-tune on JSON-lines pairs that predicts dev and exports a SavedModel."""
-    out = tmp_path_factory.mktemp("classify_regression")
-    rows = [{"q": f"question {i} ?", "a": f"answer {i % 3} .", "y": i % 3 * 0.5}
-            for i in range(20)]
-    for name, part in (("train.jsonl", rows), ("dev.jsonl", rows[:7])):
-        (out / name).write_text("".join(json.dumps(r) + "\n" for r in part))
-    proc = run_module("albert.run_classifier", [
-        "--train_file", str(out / "train.jsonl"), "--eval_file", str(out / "dev.jsonl"),
-        "--test_file", str(out / "dev.jsonl"), "--text_a", "q", "--text_b", "a", "--label",
-        "y", "--task", "regression", "--model_size", "tiny", "--config_override",
-        "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
-        "--per_gpu_batch_size", "4", "--total_steps", "3", "--output_dir", str(out / "o"),
-        "--export_dir", str(out / "serving"), "--no_progress", "--xla", "off"])
-    return out, proc
-
-
 @pytest.mark.e2e
-def test_regression_scores_equal_run_classifier_predictions(regression_run, tmp_path):
+def test_regression_scores_equal_run_classifier_predictions(regression_fine_tune, tmp_path):
     """No column flags: the pair columns the model was fine-tuned on (q, a) come from its
     card; each output line is the input object plus its score."""
-    out, _ = regression_run
-    assert json.loads((out / "serving" / "assets" / "albert_task.json").read_text())[
+    run = regression_fine_tune
+    assert json.loads((run.export / "assets" / "albert_task.json").read_text())[
         "task"] == "regression"
-    proc = run_module("albert.classify", ["--checkpoint_path", str(out / "serving"), "--input",
-                                          str(out / "dev.jsonl")])
+    proc = run_module("albert.classify", ["--checkpoint_path", str(run.export), "--input",
+                                          str(run.root / "dev.jsonl")])
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
-    predicted = read_tsv(out / "o" / "predictions.tsv")
+    predicted = read_tsv(run.out / "predictions.tsv")
     # The same features in the same batches through the same float32 graph: the same numbers.
     assert [r["score"] for r in rows] == [float(p["prediction"]) for p in predicted]
     assert len({p["prediction"] for p in predicted}) > 1
-    dev = read_jsonl(out / "dev.jsonl")
+    dev = read_jsonl(run.root / "dev.jsonl")
     assert [{k: v for k, v in r.items() if k != "score"} for r in rows] == dev
     # A pair model asked about one text is refused: those are not the features it learnt.
-    single = run_module("albert.classify", ["--checkpoint_path", str(out / "serving"), "--text",
+    single = run_module("albert.classify", ["--checkpoint_path", str(run.export), "--text",
                                             "question 1 ?"], check=False)
-    refused(single, f"--checkpoint_path {out / 'serving'} was fine-tuned on pairs of texts "
+    refused(single, f"--checkpoint_path {run.export} was fine-tuned on pairs of texts "
                     "(columns q, a) but --text gives single texts: give the second text with "
                     "--text_b")
 
 
 @pytest.mark.e2e
-def test_metric_regexes_match_run_classifier_log_lines(topic_run, regression_run):
+def test_metric_regexes_match_run_classifier_log_lines(topic_fine_tune, regression_fine_tune):
     """The launcher's classifier MetricDefinitions against the fixtures' real eval lines (SageMaker
     reports a regex's last match); none of them matches the other task's line."""
     import importlib.util
@@ -226,13 +200,11 @@ def test_metric_regexes_match_run_classifier_log_lines(topic_run, regression_run
         and m["Name"] != "eval:loss"}
     assert set(regexes) == {"eval:accuracy", "eval:mcc", "eval:f1", "eval:pearson",
                             "eval:spearman"}
-    for (_, proc), results, names in (
-            (topic_run, topic_run[0] / "run" / "eval_results.json", ("accuracy", "mcc")),
-            (regression_run, regression_run[0] / "o" / "eval_results.json",
-             ("pearson", "spearman"))):
-        scores = json.loads(results.read_text())
+    for run, names in ((topic_fine_tune, ("accuracy", "mcc")),
+                       (regression_fine_tune, ("pearson", "spearman"))):
+        scores = json.loads((run.out / "eval_results.json").read_text())
         for name, regex in regexes.items():
-            found = re.findall(regex, proc.stdout)
+            found = re.findall(regex, run.stdout)
             if name.split(":")[1] in names:
                 assert float(found[-1]) == pytest.approx(scores[name.split(":")[1]], abs=1e-4)
             else:
@@ -262,9 +234,9 @@ def other_vocabulary(vocab, path):
 @pytest.mark.parametrize("case", ["max_seq_length", "vocabulary", "output_dir", "pair",
                                   "both_inputs", "no_input", "column", "squad_model"])
 def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_path):
-    out, _ = topic_run
-    saved = str(out / "serving" / "1")
-    dev = str(out / "topic" / "dev.tsv")
+    run, topic = topic_run
+    saved = str(run.export)
+    dev = str(topic / "dev.tsv")
     argv, message = {
         "max_seq_length": (["--text", "x", "--max_seq_length", "32"],
                            f"--max_seq_length 32 differs from the {SEQ} that --checkpoint_path "
@@ -306,8 +278,8 @@ def test_clear_errors_before_the_model_runs(case, topic_run, sample_vocab, tmp_p
 def test_a_card_that_disagrees_with_a_copied_model_is_refused(change, topic_run, tmp_path):
     """A SavedModel whose card names other labels than its outputs, or its labels in another
     order (issue 34 item 7: every predicted label flipped): an error, not a guess."""
-    out, _ = topic_run
-    shutil.copytree(out / "serving" / "1", tmp_path / "m")
+    run, _ = topic_run
+    shutil.copytree(run.export, tmp_path / "m")
     path = tmp_path / "m" / "assets" / "albert_task.json"
     card = json.loads(path.read_text())
     labels = card["labels"]

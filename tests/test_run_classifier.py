@@ -4,20 +4,26 @@ prediction-only runs, resuming, errors."""
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 from helpers import run_in_process
 
-from albert.demo.classification_sample import write_task
-from albert.io.pretrained import save_pretrained
+# The session's fine-tunes, shared with the other file that reads them (imported fixtures
+# would be one fixture per module, each trained once); a plugin's asserts are rewritten only
+# if it is registered before its first import.
+pytest_plugins = ["trained_classifier"]
+pytest.register_assert_rewrite("trained_classifier")
+from trained_classifier import read_tsv, run_classifier_here, training_argv  # noqa: E402
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
 TWO_RANKS = (HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2")
 
 
 def run_classifier(argv, timeout=600, check=True, launcher=()):
+    """A real run_classifier process: for horovodrun's ranks."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_classifier", *argv],
                           capture_output=True, text=True, timeout=timeout, env=env)
@@ -26,74 +32,41 @@ def run_classifier(argv, timeout=600, check=True, launcher=()):
     return proc
 
 
-def read_tsv(path):
-    lines = path.read_text(encoding="utf-8").splitlines()
-    header = lines[0].split("\t")
-    return [dict(zip(header, line.split("\t"), strict=True)) for line in lines[1:]]
-
-
-@pytest.fixture(scope="module")
-def topic_task(tmp_path_factory):
-    """Which of four help topics a sentence comes from (albert.demo.classification_sample)."""
-    out = tmp_path_factory.mktemp("topic")
-    counts = write_task(str(out), "topic", seed=0)
-    return out, counts
-
-
-def training_argv(topic_dir, vocab, out, batch=32):
-    return ["--train_file", str(topic_dir / "train.tsv"), "--eval_file",
-            str(topic_dir / "dev.tsv"), "--test_file", str(topic_dir / "test.tsv"),
-            "--model_size", "tiny", "--config_override", "num_hidden_layers=2",
-            "--spm_model", vocab, "--max_seq_length", "64", "--per_gpu_batch_size", str(batch),
-            "--num_train_epochs", "5", "--log_frequency", "50",
-            "--output_dir", str(out / "out"), "--cache_dir", str(out / "cache"),
-            "--checkpoint_dir", str(out / "ckpt"), "--log_dir", str(out / "logs"),
-            "--no_progress", "--xla", "off"]  # not auto: its timing probe differs by CPU
-
-
-@pytest.fixture(scope="module")
-def finetuned(topic_task, sample_vocab, tmp_path_factory):
-    out = tmp_path_factory.mktemp("topic_run")
-    argv = training_argv(topic_task[0], sample_vocab, out)
-    proc = run_classifier(argv)
-    return out, argv, proc
-
-
 @pytest.mark.e2e
-def test_tiny_model_learns_the_topic_task(finetuned, topic_task):
-    out, _, proc = finetuned
+def test_tiny_model_learns_the_topic_task(topic_fine_tune, topic_task):
+    run = topic_fine_tune
     _, counts = topic_task
-    result = json.loads((out / "out" / "eval_results.json").read_text())
+    result = json.loads((run.out / "eval_results.json").read_text())
     baseline = counts["dev_majority"]  # always answering the commonest topic
     print(f"dev accuracy {result['accuracy']:.3f} (majority class {baseline:.3f})")
     assert result["accuracy"] > baseline + 0.15
     assert result["mcc"] > 0.3
     # With no --learning_rate the tiny model takes a small model's rate, not the published 2e-5
     # (at which a tiny model learned nothing: albert.tasks.SMALL_MODEL_LEARNING_RATE).
-    assert "learning rate 0.0005: a small model's: hidden size 128 <= 256" in proc.stderr
-    record = json.loads((out / "ckpt" / "run.json").read_text())
+    assert "learning rate 0.0005: a small model's: hidden size 128 <= 256" in run.stderr
+    record = json.loads((run.ckpt / "run.json").read_text())
     assert record["spec"]["learning_rate"] == 5e-4
     assert result["examples"] == counts["dev"] and result["metric"] == "accuracy"
     assert result["labels"] == sorted(result["labels"]) and len(result["labels"]) == 4
-    assert f"accuracy {result['accuracy']:.4f}" in proc.stdout
+    assert f"accuracy {result['accuracy']:.4f}" in run.stdout
     # eval_predictions.tsv holds every dev example once, and its accuracy is the reported one.
-    rows = read_tsv(out / "out" / "eval_predictions.tsv")
+    rows = read_tsv(run.out / "eval_predictions.tsv")
     assert [int(r["index"]) for r in rows] == list(range(counts["dev"]))
     hits = sum(r["label"] == r["prediction"] for r in rows)
     assert hits / len(rows) == pytest.approx(result["accuracy"])
     # predictions.tsv: GLUE's submission layout, one known label per test row.
-    predicted = read_tsv(out / "out" / "predictions.tsv")
+    predicted = read_tsv(run.out / "predictions.tsv")
     assert len(predicted) == counts["test"]
     assert {r["prediction"] for r in predicted} <= set(result["labels"])
     # The log: training loss falls; eval scores in the JSON lines and TensorBoard.
-    records = [json.loads(line) for line in open(out / "logs" / "metrics.jsonl")]
+    records = [json.loads(line) for line in open(run.root / "logs" / "metrics.jsonl")]
     train_rows = [r for r in records if r["split"] == "train"]
     assert train_rows[-1]["loss"] < train_rows[0]["loss"]
     eval_rows = [r for r in records if r["split"] == "eval"]
     assert eval_rows[-1]["accuracy"] == pytest.approx(result["accuracy"])
-    assert list((out / "logs").glob("events.out.tfevents.*"))
+    assert list((run.root / "logs").glob("events.out.tfevents.*"))
     # The final export is a Hugging Face classifier with its label names.
-    config = json.loads((out / "ckpt" / "final" / "config.json").read_text())
+    config = json.loads((run.ckpt / "final" / "config.json").read_text())
     assert list(config["id2label"].values()) == result["labels"]
     # The closing summary: the reported accuracy against the majority class, counted here from
     # the files (the training set's commonest label, as answered for every dev example).
@@ -102,47 +75,50 @@ def test_tiny_model_learns_the_topic_task(finetuned, topic_task):
     dev_labels = [r["label"] for r in read_tsv(topic_dir / "dev.tsv")]
     commonest = max(sorted(set(train_labels)), key=train_labels.count)
     majority = sum(label == commonest for label in dev_labels) / len(dev_labels)
-    summary = [line for line in proc.stdout.splitlines() if line.startswith("summary: ")]
-    assert len(summary) == 1, proc.stdout[-2000:]
+    summary = [line for line in run.stdout.splitlines() if line.startswith("summary: ")]
+    assert len(summary) == 1, run.stdout[-2000:]
     assert summary[0].startswith("summary: classification, ")
     assert f"eval accuracy {result['accuracy']:.4f}" in summary[0]
     assert f"baseline majority class ({commonest}): accuracy {majority:.4f}" in summary[0]
 
 
 @pytest.mark.horovod
-def test_two_ranks_score_exactly_as_one(finetuned, topic_task, tmp_path):
+def test_two_ranks_score_exactly_as_one(topic_fine_tune, topic_task, tmp_path):
     """Evaluation split over horovodrun -np 2 and gathered on rank 0 gives the one-process
     scores and predictions, from the exported model (labels from its id2label). Only the loss
-    may differ in the last bits: each rank's batches are padded to other lengths."""
-    out, _, _ = finetuned
+    may differ in the last bits: each rank's batches are padded to other lengths. Real
+    processes: horovodrun's two ranks."""
+    run = topic_fine_tune
     topic_dir, _ = topic_task
     proc = run_classifier(["--eval_file", str(topic_dir / "dev.tsv"), "--test_file",
                            str(topic_dir / "test.tsv"), "--load_from", "pretrained",
-                           "--checkpoint_path", str(out / "ckpt" / "final"), "--max_seq_length",
+                           "--checkpoint_path", str(run.ckpt / "final"), "--max_seq_length",
                            "64", "--eval_batch_size", "24", "--cache_dir", str(tmp_path / "c"),
                            "--output_dir", str(tmp_path / "two"), "--log_dir",
                            str(tmp_path / "logs"), "--no_progress", "--xla", "off"],
                           launcher=TWO_RANKS)
     assert "eval on" in proc.stdout
-    one = json.loads((out / "out" / "eval_results.json").read_text())
+    one = json.loads((run.out / "eval_results.json").read_text())
     two = json.loads((tmp_path / "two" / "eval_results.json").read_text())
     one.pop("step"), two.pop("step")
     assert two.pop("loss") == pytest.approx(one.pop("loss"), abs=1e-6)
     assert two == one  # accuracy, MCC, counts and labels exactly
     for name in ("eval_predictions.tsv", "predictions.tsv"):
-        assert (tmp_path / "two" / name).read_text() == (out / "out" / name).read_text()
+        assert (tmp_path / "two" / name).read_text() == (run.out / name).read_text()
 
 
 @pytest.mark.horovod
-def test_two_rank_training_learns_as_one_rank(finetuned, topic_task, sample_vocab, tmp_path):
+def test_two_rank_training_learns_as_one_rank(topic_fine_tune, topic_task, sample_vocab,
+                                              tmp_path):
     """horovodrun -np 2 with half the per-GPU batch (the same global batch of 32) reaches the
-    one-process accuracy: same margin over the baseline, within a few dev examples."""
-    out, _, _ = finetuned
+    one-process accuracy: same margin over the baseline, within a few dev examples. Real
+    processes: horovodrun's two ranks, and every rank's exit on a refusal."""
+    run = topic_fine_tune
     _, counts = topic_task
     proc = run_classifier(training_argv(topic_task[0], sample_vocab, tmp_path, batch=16),
                           launcher=TWO_RANKS)
     assert "batch plan: 16 x 1 x 2 = 32" in proc.stderr
-    one = json.loads((out / "out" / "eval_results.json").read_text())
+    one = json.loads((run.out / "eval_results.json").read_text())
     two = json.loads((tmp_path / "out" / "eval_results.json").read_text())
     print(f"dev accuracy: 1 rank {one['accuracy']:.3f}, 2 ranks {two['accuracy']:.3f}")
     assert two["accuracy"] > counts["dev_majority"] + 0.15
@@ -164,39 +140,43 @@ def test_two_rank_training_learns_as_one_rank(finetuned, topic_task, sample_voca
 
 
 @pytest.mark.e2e
-def test_padding_to_the_batch_longest_changes_no_prediction(finetuned, topic_task, tmp_path):
-    out, _, _ = finetuned
+def test_padding_to_the_batch_longest_changes_no_prediction(topic_fine_tune, topic_task,
+                                                            tmp_path):
+    run = topic_fine_tune
     topic_dir, _ = topic_task
+    shutil.copytree(run.root / "cache", tmp_path / "cache")
     common = ["--eval_file", str(topic_dir / "dev.tsv"), "--load_from", "checkpoint",
-              "--checkpoint_path", str(out / "ckpt"), "--max_seq_length", "64", "--cache_dir",
-              str(out / "cache"), "--log_dir", str(tmp_path / "logs"), "--no_progress",
+              "--checkpoint_path", str(run.ckpt), "--max_seq_length", "64", "--cache_dir",
+              str(tmp_path / "cache"), "--log_dir", str(tmp_path / "logs"), "--no_progress",
               "--xla", "off"]
-    proc = run_classifier(common + ["--padding", "max", "--output_dir", str(tmp_path / "max")])
-    assert "using cached features" in proc.stderr  # training cached the dev features
+    _, _, err = run_classifier_here(common + ["--padding", "max", "--output_dir",
+                                              str(tmp_path / "max")])
+    assert "using cached features" in err  # training cached the dev features
     fixed = json.loads((tmp_path / "max" / "eval_results.json").read_text())
-    batched = json.loads((out / "out" / "eval_results.json").read_text())
+    batched = json.loads((run.out / "eval_results.json").read_text())
     assert fixed["accuracy"] == batched["accuracy"]
     assert fixed["loss"] == pytest.approx(batched["loss"], abs=1e-5)
     assert ((tmp_path / "max" / "eval_predictions.tsv").read_text()
-            == (out / "out" / "eval_predictions.tsv").read_text())
+            == (run.out / "eval_predictions.tsv").read_text())
 
 
 @pytest.mark.e2e
-def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_task, tmp_path):
+def test_predicting_a_file_then_scoring_it_with_one_cache_dir(topic_fine_tune, topic_task,
+                                                              tmp_path):
     """Predicting dev.tsv caches its features without labels; scoring dev.tsv afterwards with
     the same --cache_dir must read the labels, not reuse those (it scored accuracy 0.0 against
     label -1), and so match the training run's fresh-cache scores."""
-    out, _, _ = finetuned
+    run = topic_fine_tune
     topic_dir, _ = topic_task
-    common = ["--load_from", "checkpoint", "--checkpoint_path", str(out / "ckpt"),
+    common = ["--load_from", "checkpoint", "--checkpoint_path", str(run.ckpt),
               "--max_seq_length", "64", "--cache_dir", str(tmp_path / "cache"), "--log_dir",
               str(tmp_path / "logs"), "--no_progress", "--xla", "off"]
-    run_classifier(common + ["--test_file", str(topic_dir / "dev.tsv"), "--output_dir",
-                             str(tmp_path / "predicted")])
-    run_classifier(common + ["--eval_file", str(topic_dir / "dev.tsv"), "--output_dir",
-                             str(tmp_path / "scored")])
+    run_classifier_here(common + ["--test_file", str(topic_dir / "dev.tsv"), "--output_dir",
+                                  str(tmp_path / "predicted")])
+    run_classifier_here(common + ["--eval_file", str(topic_dir / "dev.tsv"), "--output_dir",
+                                  str(tmp_path / "scored")])
     scored = json.loads((tmp_path / "scored" / "eval_results.json").read_text())
-    fresh = json.loads((out / "out" / "eval_results.json").read_text())
+    fresh = json.loads((run.out / "eval_results.json").read_text())
     assert scored["accuracy"] == fresh["accuracy"] > 0.3
     gold = [r["label"] for r in read_tsv(topic_dir / "dev.tsv")]
     assert [r["label"] for r in read_tsv(tmp_path / "scored" / "eval_predictions.tsv")] == gold
@@ -207,21 +187,21 @@ def test_predicting_a_file_then_scoring_it_with_one_cache_dir(finetuned, topic_t
 
 
 @pytest.mark.e2e
-def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(finetuned, tmp_path):
-    out, argv, _ = finetuned
-    argv = [a if a != str(out / "out") else str(tmp_path / "out") for a in argv]
+def test_same_command_on_a_finished_fine_tune_says_so_and_evaluates(topic_fine_tune, tmp_path):
+    run = topic_fine_tune.copy(tmp_path / "run")
     # The fixture's run directory, written by this version, resumes unchanged: every entry
     # of its run.json (the spec, the plans, the step, the versions) as it was, but the command
     # line, which is the latest command's.
-    record = json.loads((out / "ckpt" / "run.json").read_text())
-    proc = run_classifier(argv)
-    assert "this run already finished" in proc.stdout
-    after = json.loads((out / "ckpt" / "run.json").read_text())
-    assert after.pop("command")[3:] == argv
+    record = json.loads((run.ckpt / "run.json").read_text())
+    (run.out / "eval_results.json").unlink()  # the scores compared below are this run's
+    _, out, _ = run_classifier_here(run.argv)
+    assert "this run already finished" in out
+    after = json.loads((run.ckpt / "run.json").read_text())
+    assert after.pop("command")[3:] == run.argv
     assert after == {k: v for k, v in record.items() if k != "command"}
-    assert "train step" not in proc.stdout
-    again = json.loads((tmp_path / "out" / "eval_results.json").read_text())
-    assert again == json.loads((out / "out" / "eval_results.json").read_text())
+    assert "train step" not in out
+    again = json.loads((run.out / "eval_results.json").read_text())
+    assert again == json.loads((topic_fine_tune.out / "eval_results.json").read_text())
 
 
 # -- GLUE layouts end to end ------------------------------------------------------------------
@@ -266,15 +246,14 @@ def test_glue_presets_run_end_to_end(task, metrics, sample_vocab, tmp_path):
     pairs = [(f"the {words[i % 6]} module is here .", f"a {words[(i * 5) % 6]} one .",
               str(i % 2), f"{(i % 6) * 0.8:.3f}") for i in range(48)]
     d = glue_files(task, tmp_path, pairs)
-    proc = run_classifier(["--glue_task", task, "--train_file", str(d / "train.tsv"),
-                           "--eval_file", str(d / "dev.tsv"), "--test_file",
-                           str(d / "test.tsv"), "--model_size", "tiny", "--config_override",
-                           "num_hidden_layers=1", "--spm_model", sample_vocab,
-                           "--max_seq_length", "32", "--per_gpu_batch_size", "8",
-                           "--total_steps", "3", "--output_dir", str(tmp_path / "o"),
-                           "--cache_dir", str(tmp_path / "c"), "--checkpoint_dir",
-                           str(tmp_path / "k"), "--log_dir", str(tmp_path / "l"),
-                           "--no_progress", "--xla", "off"])
+    _, _, err = run_classifier_here([
+        "--glue_task", task, "--train_file", str(d / "train.tsv"), "--eval_file",
+        str(d / "dev.tsv"), "--test_file", str(d / "test.tsv"), "--model_size", "tiny",
+        "--config_override", "num_hidden_layers=1", "--spm_model", sample_vocab,
+        "--max_seq_length", "32", "--per_gpu_batch_size", "8", "--total_steps", "3",
+        "--output_dir", str(tmp_path / "o"), "--cache_dir", str(tmp_path / "c"),
+        "--checkpoint_dir", str(tmp_path / "k"), "--log_dir", str(tmp_path / "l"),
+        "--no_progress", "--xla", "off"])
     result = json.loads((tmp_path / "o" / "eval_results.json").read_text())
     assert metrics <= set(result) and result["examples"] == 12
     assert result["metric"] == {"cola": "mcc", "mrpc": "f1", "stsb": "pearson"}[task]
@@ -283,70 +262,49 @@ def test_glue_presets_run_end_to_end(task, metrics, sample_vocab, tmp_path):
     assert [int(r["index"]) for r in predicted] == list(range(12))
     if task == "stsb":
         assert all(float(r["prediction"]) == float(r["prediction"]) for r in predicted)
-        assert "regression: one output" in proc.stderr
+        assert "regression: one output" in err
         config = json.loads((tmp_path / "k" / "final" / "config.json").read_text())
         assert config["problem_type"] == "regression"
     else:
         assert {r["prediction"] for r in predicted} <= {"0", "1"}
 
 
-@pytest.fixture(scope="module")
-def jsonl_regression(sample_vocab, tmp_path_factory):
-    """A regression fine-tune on JSON-lines pairs (no preset) that scores and predicts dev."""
-    tmp_path = tmp_path_factory.mktemp("jsonl_regression")
-    rows = [{"q": f"question {i} ?", "a": f"answer {i % 3} .", "y": i % 3 * 0.5}
-            for i in range(20)]
-    for name, part in (("train.jsonl", rows), ("dev.jsonl", rows[:6])):
-        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in part))
-    proc = run_classifier(["--train_file", str(tmp_path / "train.jsonl"), "--eval_file",
-                           str(tmp_path / "dev.jsonl"), "--test_file",
-                           str(tmp_path / "dev.jsonl"), "--text_a", "q", "--text_b", "a",
-                           "--label", "y", "--task", "regression", "--model_size", "tiny",
-                           "--config_override", "num_hidden_layers=1", "--spm_model",
-                           sample_vocab, "--max_seq_length", "32", "--per_gpu_batch_size", "4",
-                           "--gradient_accumulation_steps", "2", "--total_steps", "2",
-                           "--output_dir", str(tmp_path / "o"), "--cache_dir",
-                           str(tmp_path / "c"), "--checkpoint_dir", str(tmp_path / "k"),
-                           "--log_dir", str(tmp_path / "l"), "--no_progress", "--xla", "off"])
-    return tmp_path, proc
-
-
 @pytest.mark.e2e
-def test_jsonl_pairs_and_regression_without_a_preset(jsonl_regression, tmp_path):
-    out, _ = jsonl_regression
-    result = json.loads((out / "o" / "eval_results.json").read_text())
+def test_jsonl_pairs_and_regression_without_a_preset(regression_fine_tune, tmp_path):
+    run = regression_fine_tune
+    result = json.loads((run.out / "eval_results.json").read_text())
     assert {"pearson", "spearman", "loss"} <= set(result) and result["examples"] == 6
     # Regression needs no --task to evaluate later: the model has one output.
-    proc = run_classifier(["--eval_file", str(out / "dev.jsonl"), "--text_a", "q",
-                           "--text_b", "a", "--label", "y", "--load_from", "checkpoint",
-                           "--checkpoint_path", str(out / "k"), "--max_seq_length", "32",
-                           "--output_dir", str(tmp_path / "o2"), "--cache_dir",
-                           str(out / "c"), "--log_dir", str(tmp_path / "l2"), "--xla",
-                           "off"])
-    assert "regression" in proc.stderr
+    shutil.copytree(run.root / "cache", tmp_path / "c")
+    _, _, err = run_classifier_here([
+        "--eval_file", str(run.root / "dev.jsonl"), "--text_a", "q", "--text_b", "a",
+        "--label", "y", "--load_from", "checkpoint", "--checkpoint_path", str(run.ckpt),
+        "--max_seq_length", "32", "--output_dir", str(tmp_path / "o2"), "--cache_dir",
+        str(tmp_path / "c"), "--log_dir", str(tmp_path / "l2"), "--xla", "off"])
+    assert "regression" in err
     again = json.loads((tmp_path / "o2" / "eval_results.json").read_text())
     again.pop("step"), result.pop("step")
     assert again == result  # the same weights, features and scoring
 
 
 @pytest.mark.e2e
-def test_regression_predictions_are_written_in_full_precision(jsonl_regression):
+def test_regression_predictions_are_written_in_full_precision(regression_fine_tune):
     """Scores computed from eval_predictions.tsv are the reported ones, to the last bit (with 6
     digits, Spearman from the file was 0.8437 where 0.8440 was printed), and predictions.tsv
     holds the same values."""
     from albert.eval.classification_scoring import regression_scores
 
-    out, proc = jsonl_regression
-    result = json.loads((out / "o" / "eval_results.json").read_text())
-    rows = read_tsv(out / "o" / "eval_predictions.tsv")
+    run = regression_fine_tune
+    result = json.loads((run.out / "eval_results.json").read_text())
+    rows = read_tsv(run.out / "eval_predictions.tsv")
     from_file = regression_scores([float(r["prediction"]) for r in rows],
                                   [float(r["label"]) for r in rows])
     assert len({r["prediction"] for r in rows}) == len(rows)
     assert from_file["spearman"] == result["spearman"]
     assert from_file["pearson"] == result["pearson"]
     assert from_file["loss"] == result["loss"]
-    assert f"spearman {from_file['spearman']:.4f}" in proc.stdout
-    predicted = read_tsv(out / "o" / "predictions.tsv")
+    assert f"spearman {from_file['spearman']:.4f}" in run.stdout
+    predicted = read_tsv(run.out / "predictions.tsv")
     assert [r["prediction"] for r in predicted] == [r["prediction"] for r in rows]
 
 
@@ -513,18 +471,19 @@ def test_feature_cache_temporaries_are_named_per_process(tmp_path):
 @pytest.mark.e2e
 def test_eval_only_refuses_a_model_without_a_classifier(sample_vocab, tmp_path):
     from albert import AlbertConfig, AlbertForPreTraining
+    from albert.io.pretrained import save_pretrained
 
     config = AlbertConfig.from_preset("tiny", vocab_size=2000, num_hidden_layers=1)
     save_pretrained(AlbertForPreTraining(config).build_for_config(),
         tmp_path / "pretrained", spm_model=sample_vocab)
     (tmp_path / "dev.tsv").write_text("sentence\tlabel\na b\tx\n")
-    proc = run_classifier(["--eval_file", str(tmp_path / "dev.tsv"), "--labels", "x,y",
-                           "--load_from", "pretrained", "--checkpoint_path",
-                           str(tmp_path / "pretrained"), "--output_dir", str(tmp_path / "o"),
-                           "--log_dir", str(tmp_path / "l"), "--cache_dir", str(tmp_path / "c")],
-                          check=False)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "classifier" in proc.stderr and "Traceback" not in proc.stderr
+    code, _, err = run_classifier_here([
+        "--eval_file", str(tmp_path / "dev.tsv"), "--labels", "x,y", "--load_from",
+        "pretrained", "--checkpoint_path", str(tmp_path / "pretrained"), "--output_dir",
+        str(tmp_path / "o"), "--log_dir", str(tmp_path / "l"), "--cache_dir",
+        str(tmp_path / "c")], check=False)
+    error = _one_error(code, err)
+    assert "classifier" in error
     assert not (tmp_path / "o" / "eval_results.json").exists()
 
 
@@ -545,8 +504,8 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
                 "--checkpoint_dir", str(tmp_path / "k"), "--log_dir", str(tmp_path / "l"),
                 "--no_progress", "--xla", "off"]
 
-    first = run_classifier(argv(2, "100"))
-    assert "--per_gpu_batch_size auto: micro-batch 8 x accumulation 1" in first.stderr
+    _, _, first = run_classifier_here(argv(2, "100"))
+    assert "--per_gpu_batch_size auto: micro-batch 8 x accumulation 1" in first
     record = json.loads((tmp_path / "k" / "run.json").read_text())
     assert record["batch_plan"]["micro_batch"] == 8
     # A budget under which auto would now choose 2 x 4: between the plans of 2 x 4 and 8 x 1.
@@ -558,8 +517,7 @@ def test_auto_micro_batch_is_chosen_once_and_kept_on_resume(sample_vocab, tmp_pa
                                      head="classification", device="cpu").total
     assert plan(2) < plan(8) < plan(4)
     budget = (plan(2) + plan(8)) / 2 / (1 - SAFETY_MARGIN) / GIB
-    second = run_classifier(argv(4, f"{budget:.9f}"))
-    log = second.stdout + second.stderr
+    log = "".join(run_classifier_here(argv(4, f"{budget:.9f}"))[1:])
     assert ("--per_gpu_batch_size auto: micro-batch 8 x accumulation 1 x 1 rank(s) = 8, kept "
             "from the run this command resumes") in log
     # ... and says that this budget would not choose it, and how to choose again.
@@ -576,12 +534,12 @@ def test_eval_frequency_scores_during_training_in_the_logs(topic_task, sample_vo
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     topic_dir, _ = topic_task
-    run_classifier(["--train_file", str(topic_dir / "train.tsv"), "--eval_file",
-                    str(topic_dir / "dev.tsv"), "--model_size", "tiny", "--config_override",
-                    "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length", "32",
-                    "--per_gpu_batch_size", "8", "--total_steps", "6", "--eval_frequency", "3",
-                    "--log_frequency", "3", "--output_dir", str(tmp_path / "out"),
-                    "--no_progress", "--xla", "off"])
+    run_classifier_here(["--train_file", str(topic_dir / "train.tsv"), "--eval_file",
+                         str(topic_dir / "dev.tsv"), "--model_size", "tiny", "--config_override",
+                         "num_hidden_layers=1", "--spm_model", sample_vocab, "--max_seq_length",
+                         "32", "--per_gpu_batch_size", "8", "--total_steps", "6",
+                         "--eval_frequency", "3", "--log_frequency", "3", "--output_dir",
+                         str(tmp_path / "out"), "--no_progress", "--xla", "off"])
     rows = [json.loads(line) for line in open(tmp_path / "out" / "logs" / "metrics.jsonl")]
     evals = [r for r in rows if r["split"] == "eval"]
     assert [r["step"] for r in evals] == [3, 6]
