@@ -9,6 +9,10 @@ import keras  # noqa: E402
 import pytest  # noqa: E402
 from helpers import PREDS, SEQ  # noqa: E402
 
+# The trained models several test files read, one session fixture each (built once per test
+# process; SHARED_FIXTURE_GROUPS below keeps their readers in one process).
+pytest_plugins = ["trained_squad", "trained_classifier"]
+
 # How two test processes (scripts/test.sh: pytest-xdist, --dist loadgroup) share the work: a
 # group is given to one process whole, so a module's or a group's fixtures are built once; each
 # file is its own group but for the files that share a session fixture's trained model, grouped

@@ -7,7 +7,6 @@ import json
 import pytest
 from helpers import run_in_process
 from trained_squad import WINDOW as FINE_TUNED_WINDOW
-from trained_squad import squad_fine_tune_fixture  # noqa: F401 (a fixture)
 
 from albert.demo.squad_sample import write_sample
 from albert.io.pretrained import save_pretrained

@@ -15,9 +15,7 @@ from helpers import run_in_process
 # The session's fine-tunes, shared with the other file that reads them (imported fixtures
 # would be one fixture per module, each trained once); a plugin's asserts are rewritten only
 # if it is registered before its first import.
-pytest_plugins = ["trained_classifier"]
-pytest.register_assert_rewrite("trained_classifier")
-from trained_classifier import SEQ, read_tsv  # noqa: E402
+from trained_classifier import SEQ, read_tsv
 
 
 class Run(NamedTuple):

@@ -14,9 +14,7 @@ from helpers import run_in_process
 # The session's fine-tunes, shared with the other file that reads them (imported fixtures
 # would be one fixture per module, each trained once); a plugin's asserts are rewritten only
 # if it is registered before its first import.
-pytest_plugins = ["trained_classifier"]
-pytest.register_assert_rewrite("trained_classifier")
-from trained_classifier import read_tsv, run_classifier_here, training_argv  # noqa: E402
+from trained_classifier import read_tsv, run_classifier_here, training_argv
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
 TWO_RANKS = (HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2")

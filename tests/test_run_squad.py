@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 from helpers import run_in_process
-from trained_squad import WINDOW, copy_run, squad_fine_tune_fixture  # noqa: F401 (a fixture)
+from trained_squad import WINDOW, copy_run
 
 from albert.demo.squad_sample import write_sample
 from albert.io.pretrained import save_pretrained

@@ -1,7 +1,8 @@
 """One SQuAD fine-tune that every test reading a fine-tune's outputs shares (test_run_squad,
 test_answer, test_export, scripts/test_cloud): run_squad's own command, in this process, built
 once per session. A test that writes into its directories copies them first (copy_run).
-A test module imports squad_fine_tune_fixture, the fixture `squad_fine_tune`."""
+tests/conftest.py registers this module (pytest_plugins): the fixture is `squad_fine_tune`,
+built once per test process."""
 
 import json
 import shutil
@@ -15,9 +16,6 @@ from helpers import run_in_process
 # facts well above answering nothing (test_run_squad's F1 margin); shorter windows learned less.
 WINDOW = ["--max_seq_length", "160", "--doc_stride", "64", "--max_query_length", "24"]
 TRAIN_QUESTIONS, DEV_QUESTIONS, SEED = 1200, 200, 3
-
-_built = {}
-
 
 def _build(sample_vocab, tmp_path_factory):
     from albert.demo.squad_sample import write_sample
@@ -68,9 +66,7 @@ def squad_fine_tune_fixture(sample_vocab, tmp_path_factory):
     them); .argv the command, .stdout/.stderr its lines, .questions the dev questions,
     .answered answered/'s predictions, .null_odds the run's null score differences."""
     # Built once per process, whichever test module's copy of this fixture asks first.
-    if "run" not in _built:
-        _built["run"] = _build(sample_vocab, tmp_path_factory)
-    return _built["run"]
+    return _build(sample_vocab, tmp_path_factory)
 
 
 def copy_run(run, tmp_path):

@@ -13,7 +13,6 @@ import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from helpers import PREDS, REPO_ROOT, SEQ, run_in_process
-from trained_squad import squad_fine_tune_fixture  # noqa: F401 (a fixture)
 
 from albert.cli.hyperparameters import boolean_flags, decode
 

@@ -3,7 +3,6 @@ batch plan of docs/pretraining.md's recipe; the two-phase script runs both phase
 tiny data."""
 
 import dis
-import glob
 import importlib
 import inspect
 import io
@@ -233,7 +232,8 @@ def test_the_suites_groups_name_real_files_and_hold_every_user_of_a_trained_mode
     """scripts/test.sh hands tests/conftest.py's groups to its two test processes whole, longest
     first: every file the groups and the order name exists (a renamed file would silently lose
     its place), and every test file that uses a session fixture of tests/trained_<x>.py is in
-    the group trained_<x>, so that the model is trained once, not once per process."""
+    the group trained_<x>, so that the model is trained once, not once per process; the groups
+    come first in the collected order, longest first, each file's tests together."""
     import conftest
 
     named = [path for files in conftest.SHARED_FIXTURE_GROUPS.values() for path in files]
@@ -242,22 +242,24 @@ def test_the_suites_groups_name_real_files_and_hold_every_user_of_a_trained_mode
     assert len(set(conftest.LONGEST_FIRST)) == len(conftest.LONGEST_FIRST)
     for group in conftest.SHARED_FIXTURE_GROUPS:
         assert os.path.isfile(os.path.join(REPO_ROOT, "tests", f"{group}.py")), group
+    items = _collect([])[0]
     users = {}
-    for path in glob.glob(os.path.join(REPO_ROOT, "tests", "**", "test_*.py"), recursive=True):
-        with open(path, encoding="utf-8") as f:
-            for module in re.findall(r"^(?:from|import) (trained_\w+)", f.read(), re.MULTILINE):
-                users.setdefault(module, set()).add(os.path.relpath(path, REPO_ROOT))
-    assert users and set(users) <= set(conftest.SHARED_FIXTURE_GROUPS), users
+    for item in items:
+        for name in item.fixturenames:
+            for fixture in item._fixtureinfo.name2fixturedefs.get(name, ()):
+                module = fixture.func.__module__
+                if module.startswith("trained_"):
+                    users.setdefault(module, set()).add(item.nodeid.split("::")[0])
+    assert set(users) == set(conftest.SHARED_FIXTURE_GROUPS), users
     for module, files in users.items():
         assert files <= set(conftest.SHARED_FIXTURE_GROUPS[module]), (module, files)
         assert {conftest.group_of(f) for f in files} == {module}
     # Order: the named groups first, longest first; each file's tests stay together and in order.
-    items = _collect([])[0]
     files = [i.nodeid.split("::")[0].split("@")[0] for i in items]
     groups = list(dict.fromkeys(conftest.group_of(f) for f in files))
     assert groups[:len(conftest.LONGEST_FIRST)] == list(conftest.LONGEST_FIRST)
     runs = [f for f, _ in itertools.groupby(files)]
-    assert len(runs) == len(set(runs)) == len(set(files)) > 100
+    assert len(runs) == len(set(runs)) == len(set(files)) >= 100
 
 
 def test_fast_runs_the_unit_tier_and_every_other_test_is_marked():
