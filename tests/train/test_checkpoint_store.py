@@ -168,13 +168,15 @@ def test_input_position_is_saved_per_checkpoint_and_restored_exactly(sample_reco
     handler.save(7)
     expected = [next(straight)["input_ids"].numpy() for _ in range(3)]
     resumed = data()
-    other = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    # Input positions are files of their own beside the checkpoint: the model's state is no
+    # part of them, so the stores opened again may hold the same trainer's.
+    other = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
     other.positions.track(resumed, layout)
     assert other.positions.restore(7)
     for want in expected:
         np.testing.assert_array_equal(next(resumed)["input_ids"].numpy(), want)
     # Another batch plan has no position of its own: the caller replays instead.
-    again = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    again = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
     again.positions.track(data(), BatchPlan(1, 8, 1))
     assert not again.positions.restore(7)
 
@@ -283,12 +285,13 @@ def test_open_input_continues_at_the_saved_position_not_the_start(tmp_path):
     for _ in range(4):
         next(first)
     handler.save(5)
-    restarted = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    # The positions are files of their own: the stores opened again may hold the same trainer's.
+    restarted = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
     again = restarted.positions.open(_counting_dataset, layout, resumed_updates=5, step=5)
     assert [int(x) for x in next(again)] == [10, 11]
     # Under another batch plan the saved position is not this layout's: the stream is replayed
     # past the records the 5 updates consumed (5 x 4), not restarted at 0.
-    other_plan = CheckpointStore(str(tmp_path), make_trainer().trackables(), Distributed())
+    other_plan = CheckpointStore(str(tmp_path), trainer.trackables(), Distributed())
     replayed = other_plan.positions.open(_counting_dataset, BatchPlan(1, 4, 1),
                                          resumed_updates=5, step=5)
     assert [int(x) for x in next(replayed)] == [20, 21]

@@ -2,12 +2,14 @@
 experiments in two output directories stay apart, a resume under other settings is refused
 naming each, labels in another order never relabel a trained classifier."""
 
+import importlib.machinery
 import json
 import os
-import subprocess
 import sys
+from typing import NamedTuple
 
 import pytest
+from helpers import run_in_process
 
 from albert.demo.classification_sample import write_task
 from albert.errors import CheckpointError
@@ -20,13 +22,29 @@ from albert.train.run_spec import (
 )
 
 
+class Ran(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
 def run_classifier(argv, check=True):
-    proc = subprocess.run([sys.executable, "-m", "albert.run_classifier", *argv],
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    """`python -m albert.run_classifier argv` as its main(argv) in this process
+    (helpers.run_in_process): what these tests read is the run's files, its record and its
+    lines, not the process; a refusal is its one "error: " line and status 2 either way."""
+    ran = Ran(*run_in_process("run_classifier", argv))
     if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
+        assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    return ran
+
+
+def as_typed(monkeypatch, argv):
+    """What `python -m albert.run_classifier argv` shows its process, __main__'s module and
+    sys.argv, from which a run records its command line (albert.tasks.runner.environment)."""
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__",
+                        importlib.machinery.ModuleSpec("albert.run_classifier", None))
+    monkeypatch.setattr(sys, "argv", [os.path.join("albert", "run_classifier.py"), *argv])
+    return argv
 
 
 def refused(proc, *parts):
@@ -55,11 +73,15 @@ def argv(topic, vocab, output_dir, lr="5e-4", steps="5", *extra):
 
 
 @pytest.mark.e2e
-def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path):
+def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path,
+                                                                   monkeypatch):
     a, b = tmp_path / "expA", tmp_path / "expB"
-    run_classifier(argv(topic, sample_vocab, a))
+    commands = {a: as_typed(monkeypatch, argv(topic, sample_vocab, a))}
+    run_classifier(commands[a])
     # Finding 1: B has its own checkpoints under its --output_dir; it does not resume A.
-    second = run_classifier(argv(topic, sample_vocab, b, "1e-4", "10"))
+    commands[b] = as_typed(monkeypatch, argv(topic, sample_vocab, b, "1e-4", "10"))
+    second = run_classifier(commands[b])
+    monkeypatch.undo()
     assert "resuming" not in second.stderr and "train step 10 " in second.stdout
     assert "train step 5 " in second.stdout
     for run, lr, steps in ((a, 5e-4, 5), (b, 1e-4, 10)):
@@ -67,7 +89,8 @@ def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_v
         assert record["spec"]["learning_rate"] == lr and record["step"] == steps
         assert record["spec"]["labels"] == sorted(record["spec"]["labels"])
         assert record["spec"]["vocabulary_sha256"] and record["versions"]["tensorflow"]
-        assert "albert.run_classifier" in " ".join(record["command"])
+        assert record["command"] == [os.path.basename(sys.executable), "-m",
+                                     "albert.run_classifier", *commands[run]]
         assert (run / "logs" / "metrics.jsonl").exists() and list((run / "cache").iterdir())
     # Finding 2: A's command with another learning rate and more steps: refused, naming it.
     refused(run_classifier(argv(topic, sample_vocab, a, "5e-3", "10"), check=False),
