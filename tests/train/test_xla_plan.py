@@ -62,7 +62,8 @@ def test_matmul_probe_is_the_chains_flops_over_its_fastest_repeat(monkeypatch, j
 
 @pytest.mark.horovod
 def test_auto_xla_plan_is_rank_zeros_on_every_rank(tmp_path):
-    # Each rank's probe can come out differently on a busy host; all must compile the same.
+    """Two real ranks under horovodrun (a process each, which is what is tested): each rank's
+    probe can come out differently on a busy host, and all must compile the same plan."""
     import subprocess
     import sys
 
