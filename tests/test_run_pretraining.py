@@ -1,4 +1,7 @@
-"""run_pretraining as a user runs it: real processes, real horovodrun, real signals."""
+"""run_pretraining end to end. Its refusals, its plans and the runs whose lines and files a test
+reads run as main(argv) in this process (helpers.run_in_process), without an interpreter and
+TensorFlow start each; a real process stays where the process is what is tested: a kill -9 or a
+SIGTERM and the exit status it leaves, horovodrun's ranks, a lock held by another process."""
 
 import json
 import os
@@ -8,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import PREDS, SEQ, base_args, run_cli, run_in_process
+from helpers import PREDS, SEQ, base_args, run_in_process
 from safetensors.numpy import load_file
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
@@ -26,7 +29,42 @@ def max_weight_diff(a, b):
     return max(float(np.abs(a[k] - b[k]).max()) for k in a)
 
 
-@pytest.mark.e2e
+def pretrain(argv):
+    """run_pretraining's main(argv) in this process: (exit status, stdout, stderr with the log
+    lines)."""
+    return run_in_process("run_pretraining", argv)
+
+
+def trained(argv):
+    """pretrain(argv), which must finish with status 0: (stdout, stderr)."""
+    code, out, err = pretrain(argv)
+    assert code == 0, out[-3000:] + err[-3000:]
+    return out, err
+
+
+def release_lock(checkpoint_dir):
+    """Let go of the lock a run in this process holds on `checkpoint_dir` for the rest of the
+    process (albert.train.run_dir), as a process's exit does, so that a later process may run
+    on that directory."""
+    from albert.train import run_dir
+
+    os.close(run_dir._held_locks.pop(os.path.realpath(checkpoint_dir)))
+
+
+# One short run that several tests read: micro-batch 4 x accumulation 2, every update logged.
+PLANNED = {"--per_gpu_batch_size": "4", "--global_batch_size": "8", "--total_steps": "3"}
+
+
+@pytest.fixture(scope="module")
+def planned_run(sample_records, sample_vocab, tmp_path_factory):
+    """(its output directory, its stdout, its stderr): the batch plan line, the run record, the
+    per-update metrics and the checkpoint of a finished PLANNED run."""
+    out = tmp_path_factory.mktemp("planned")
+    stdout, stderr = trained(base_args(sample_records, sample_vocab, out, **PLANNED))
+    return out, stdout, stderr
+
+
+@pytest.mark.slow
 def test_learns_and_logs_to_tensorboard(sample_records, sample_vocab, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -36,10 +74,10 @@ def test_learns_and_logs_to_tensorboard(sample_records, sample_vocab, tmp_path):
         "--val_dir": "validation", "--eval_frequency": "30", "--skip_xla": False,
         "--learning_rate": "0.01",
     })
-    proc = run_cli(argv)
-    assert "train step 10 loss" in proc.stdout and "seq_per_sec" in proc.stdout
+    stdout, stderr = trained(argv)
+    assert "train step 10 loss" in stdout and "seq_per_sec" in stdout
     # --xla auto on a CPU: the update compiled, the gradient decided by the matmul probe.
-    assert "update on (auto: CPU float32 matmul" in proc.stdout + proc.stderr
+    assert "update on (auto: CPU float32 matmul" in stdout + stderr
     records = read_jsonl(tmp_path / "logs" / "metrics.jsonl")
     train = [r for r in records if r["split"] == "train"]
     val = [r for r in records if r["split"] == "val"]
@@ -75,7 +113,7 @@ def test_learns_and_logs_to_tensorboard(sample_records, sample_vocab, tmp_path):
         ids, mask = example["masked_lm_ids"].numpy(), example["masked_lm_weights"].numpy()
         counts.update(int(i) for i in ids[mask > 0])
     unigram = counts.most_common(1)[0][1] / sum(counts.values())
-    summary = [line for line in proc.stdout.splitlines() if line.startswith("summary: ")]
+    summary = [line for line in stdout.splitlines() if line.startswith("summary: ")]
     assert len(summary) == 1 and summary[0].startswith("summary: pretraining, 60 updates, ")
     assert (f"val MLM accuracy {val[-1]['mlm_acc']:.4f} SOP accuracy {val[-1]['sop_acc']:.4f}"
             in summary[0])
@@ -96,6 +134,8 @@ EQUIV = {"--shuffle_buffer": "0", "--total_steps": "3",
 
 @pytest.mark.horovod
 def test_horovod_two_ranks_equals_one_process(sample_records, sample_vocab, tmp_path):
+    """Two ranks under horovodrun (a process each); the one-rank references train in this
+    process, whose weights equal those of a process bit for bit."""
     hvd = tmp_path / "hvd"
     argv = base_args(sample_records, sample_vocab, hvd, **EQUIV, **{"--per_gpu_batch_size": "4"})
     proc = subprocess.run([HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2", sys.executable,
@@ -104,16 +144,16 @@ def test_horovod_two_ranks_equals_one_process(sample_records, sample_vocab, tmp_
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "batch plan: 4 x 1 x 2 = 8" in proc.stdout + proc.stderr
     big = tmp_path / "big"
-    run_cli(base_args(sample_records, sample_vocab, big, **EQUIV, **{"--per_gpu_batch_size": "8"}))
+    trained(base_args(sample_records, sample_vocab, big, **EQUIV, **{"--per_gpu_batch_size": "8"}))
     acc = tmp_path / "acc"
-    run_cli(base_args(sample_records, sample_vocab, acc, **EQUIV, **{
+    trained(base_args(sample_records, sample_vocab, acc, **EQUIV, **{
         "--per_gpu_batch_size": "4", "--gradient_accumulation_steps": "2"}))
     # fp32 sums taken in a different order (allreduce vs. in-batch mean) differ by ~1e-7.
     assert max_weight_diff(weights(hvd), weights(big)) < 1e-5
     assert max_weight_diff(weights(acc), weights(big)) < 1e-5
     # ... and training did move the weights.
     init = tmp_path / "init"
-    run_cli(base_args(sample_records, sample_vocab, init,
+    trained(base_args(sample_records, sample_vocab, init,
                       **{**EQUIV, "--total_steps": "1", "--learning_rate": "0"}))
     assert max_weight_diff(weights(init), weights(big)) > 1e-3
 
@@ -143,18 +183,21 @@ def _run_until(argv, marker, sig, launcher=()):
 @pytest.mark.e2e
 def test_resume_after_kill9_and_sigterm_continues_the_same_trajectory(sample_records,
                                                                        sample_vocab, tmp_path):
+    """The interrupted runs are processes: kill -9 and SIGTERM end a process, and 143 is the exit
+    status a SIGTERM leaves. The straight reference and the resumed runs train in this process,
+    whose weights equal those of a process bit for bit."""
     straight = tmp_path / "straight"
-    run_cli(base_args(sample_records, sample_vocab, straight, **RESUME))
+    trained(base_args(sample_records, sample_vocab, straight, **RESUME))
 
     killed = tmp_path / "killed"
     argv = base_args(sample_records, sample_vocab, killed, **RESUME)
     code, out = _run_until(argv, "saved checkpoint", signal.SIGKILL)
     assert code == -signal.SIGKILL, out
     assert not (killed / "ckpt" / "final").exists()
-    resumed = run_cli(argv)
-    assert "resuming from" in resumed.stderr
+    _, resumed = trained(argv)
+    assert "resuming from" in resumed
     # The input stream continues from the saved iterator state, not by replaying it.
-    assert "input position of step 4 restored" in resumed.stderr
+    assert "input position of step 4 restored" in resumed
     assert max_weight_diff(weights(killed), weights(straight)) < 1e-5
 
     termed = tmp_path / "termed"
@@ -165,7 +208,7 @@ def test_resume_after_kill9_and_sigterm_continues_the_same_trajectory(sample_rec
     assert code == 143, out
     assert "stopped at step" in out and "(exit status 143: interrupted)" in out
     assert not (termed / "ckpt" / "final").exists()
-    assert run_cli(argv).returncode == 0  # the same command resumes, and finishes with 0
+    assert pretrain(argv)[0] == 0  # the same command resumes, and finishes with 0
     assert max_weight_diff(weights(termed), weights(straight)) < 1e-5
 
 
@@ -199,7 +242,7 @@ def test_clear_errors(overrides, message, sample_records, sample_vocab, tmp_path
     assert code == 2 and message in err, err[-2000:]
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_a_diverging_rate_ends_the_run_with_one_line_and_its_advice_works(sample_records,
                                                                            sample_vocab, tmp_path):
     # Without the stop, a run whose gradients overflow skips every later update and turns over
@@ -207,12 +250,12 @@ def test_a_diverging_rate_ends_the_run_with_one_line_and_its_advice_works(sample
     # CPU.
     argv = base_args(sample_records, sample_vocab, tmp_path, **{
         "--learning_rate": "1e30", "--total_steps": "50", "--checkpoint_frequency": "1"})
-    proc = run_cli(argv, check=False, timeout=120)
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
-    error = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    code, stdout, stderr = pretrain(argv)
+    assert code == 2, stdout[-2000:] + stderr[-2000:]
+    assert "Traceback" not in stderr
+    error = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(error) == 1 and error[0].startswith(
-        "error: training diverged at update 2: its gradients are not finite"), proc.stderr[-2000:]
+        "error: training diverged at update 2: its gradients are not finite"), stderr[-2000:]
     # The rate decays linearly over the 50 updates: 1e30 x 49/50 at the second.
     assert "(it was 9.8e+29 at this update)" in error[0], error[0]
     assert "lower --learning_rate" in error[0]
@@ -221,13 +264,15 @@ def test_a_diverging_rate_ends_the_run_with_one_line_and_its_advice_works(sample
     # What the line says to do: a lower rate over the same directory.
     fixed = base_args(sample_records, sample_vocab, tmp_path, **{
         "--total_steps": "3", "--overwrite_checkpoint_dir": None})
-    ok = run_cli(fixed)
-    assert "train step 3 " in ok.stdout and (tmp_path / "ckpt" / "final").is_dir()
+    ok, _ = trained(fixed)
+    assert "train step 3 " in ok and (tmp_path / "ckpt" / "final").is_dir()
 
 
 @pytest.mark.horovod
 def test_horovod_a_diverging_rate_stops_every_rank_at_the_same_update(sample_records,
                                                                       sample_vocab, tmp_path):
+    """horovodrun's ranks are processes, and how they end (exit statuses, tracebacks) is what
+    this test reads."""
     # The finite check comes after the allreduce: every rank sees the same gradients, so every
     # rank stops at the same update and none waits in a collective for the others (the 300 s
     # timeout would catch a hang).
@@ -247,13 +292,16 @@ def test_horovod_a_diverging_rate_stops_every_rank_at_the_same_update(sample_rec
         assert f"[{rank}]<stderr>:Traceback" not in out, out[-3000:]
 
 
-@pytest.mark.e2e
-def test_checkpoint_from_a_different_config(sample_records, sample_vocab, tmp_path):
-    run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "1"}))
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
-        "--total_steps": "2", "--config_override": ["num_hidden_layers=2"]}), check=False)
-    assert proc.returncode == 2
-    assert "different model config: num_hidden_layers: checkpoint 4 vs this run 2" in proc.stderr
+@pytest.mark.slow  # the shared run trains
+def test_checkpoint_from_a_different_config(planned_run, sample_records, sample_vocab, tmp_path):
+    import shutil
+
+    # A copy of the shared run: the refused command must not touch the one other tests read.
+    shutil.copytree(planned_run[0] / "ckpt", tmp_path / "ckpt")
+    code, _, err = pretrain(base_args(sample_records, sample_vocab, tmp_path, **{
+        **PLANNED, "--total_steps": "4", "--config_override": ["num_hidden_layers=2"]}))
+    assert code == 2, err[-2000:]
+    assert "different model config: num_hidden_layers: checkpoint 4 vs this run 2" in err
 
 
 @pytest.mark.e2e
@@ -261,7 +309,9 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     from albert.demo.squad_sample import write_sample
 
     train, dev = write_sample(str(tmp_path / "sq"), train_questions=64, dev_questions=16)
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+    # Pretraining runs in this process; its evaluation is the `python -m albert.run_squad`
+    # process it starts, which is what this test reads.
+    _, stderr = trained(base_args(sample_records, sample_vocab, tmp_path, **{
         "--total_steps": "2", "--squad_frequency": "2", "--squad_train_file": train,
         "--squad_predict_file": dev, "--squad_steps": "4", "--squad_max_seq_length": "128",
         "--squad_batch_size": "8"}))
@@ -276,7 +326,7 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     from albert import run_squad
 
     where = tmp_path / "ckpt" / "squad" / "step_2"
-    [line] = [line for line in proc.stderr.splitlines() if " running " in line]
+    [line] = [line for line in stderr.splitlines() if " running " in line]
     python, m, module, *argv = shlex.split(line.split(" running ", 1)[1].rsplit(" > ", 1)[0])
     assert (python, m, module) == (sys.executable, "-m", "albert.run_squad")
     args = run_squad.parse_args(argv)
@@ -289,17 +339,16 @@ def test_squad_frequency_logs_squad_scores(sample_records, sample_vocab, tmp_pat
     assert not (where / "model").exists() and not (where / "checkpoints").exists()
 
 
-@pytest.mark.e2e
-def test_batch_plan_derives_accumulation_and_logs_one_line(sample_records, sample_vocab, tmp_path):
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
-        "--per_gpu_batch_size": "4", "--global_batch_size": "8", "--total_steps": "2"}))
-    line = [x for x in proc.stderr.splitlines() if "batch plan:" in x]
-    assert len(line) == 1, proc.stderr[-2000:]
+@pytest.mark.slow  # the shared run trains
+def test_batch_plan_derives_accumulation_and_logs_one_line(planned_run):
+    out, _, stderr = planned_run
+    line = [x for x in stderr.splitlines() if "batch plan:" in x]
+    assert len(line) == 1, stderr[-2000:]
     assert ("batch plan: 4 x 2 x 1 = 8 (per-GPU micro-batch x accumulation steps x ranks = "
-            "sequences per update); 512 tokens per update at sequence length 64; 2 updates = 16 "
+            "sequences per update); 512 tokens per update at sequence length 64; 3 updates = 24 "
             "sequences in all") in line[0]
     # 8 sequences per update really went through: the run record keeps the plan it trained with.
-    record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
+    record = json.loads((out / "ckpt" / "run.json").read_text())
     assert record["batch_plan"] == {"ranks": 1, "micro_batch": 4, "accumulation": 2,
                                     "global_batch": 8}
 
@@ -315,39 +364,39 @@ def test_plan_only_prints_the_plan_for_n_ranks_and_trains_nothing(sample_records
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "logs").exists()
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_same_dir_different_start_is_refused_same_command_resumes(sample_records, sample_vocab,
                                                                   tmp_path):
     first = base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "2",
                                                                  "--checkpoint_frequency": "1"})
-    run_cli(first)
+    trained(first)
     export = tmp_path / "export"
     import shutil
     shutil.copytree(tmp_path / "ckpt" / "final", export)
     # Another start in the same directory: refused, with the way forward in the message.
     other = base_args(sample_records, sample_vocab, tmp_path, **{
         "--total_steps": "4", "--load_from": "pretrained", "--checkpoint_path": str(export)})
-    proc = run_cli(other, check=False)
-    assert proc.returncode == 2, proc.stderr[-2000:]
+    code, _, err = pretrain(other)
+    assert code == 2, err[-2000:]
     assert (f"--checkpoint_dir {tmp_path / 'ckpt'} holds a run started from scratch; this "
             f"command starts from pretrained {export}. Use a new --checkpoint_dir, or add "
-            "--overwrite_checkpoint_dir to discard that run") in proc.stderr
-    assert "Traceback" not in proc.stderr
+            "--overwrite_checkpoint_dir to discard that run") in err
+    assert "Traceback" not in err
     # The same command again: the run is finished and says so instead of training, and its
     # run.json is as it was (the spec, the plans, the step: it resumes unchanged).
     record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
-    again = run_cli(first)
-    assert "this run already finished: 2 of --total_steps 2 updates" in again.stdout
-    assert "train step" not in again.stdout
+    again, _ = trained(first)
+    assert "this run already finished: 2 of --total_steps 2 updates" in again
+    assert "train step" not in again
     assert record["finished"] is True
     assert json.loads((tmp_path / "ckpt" / "run.json").read_text()) == record
     # The same start with more steps: resumes from step 2.
-    longer = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
-    assert "resuming from" in longer.stderr and "train step 3 " in longer.stdout
-    assert "train step 1 " not in longer.stdout
+    out, err = trained(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
+    assert "resuming from" in err and "train step 3 " in out
+    assert "train step 1 " not in out
     # Told to discard: starts over from the export.
-    fresh = run_cli(other + ["--overwrite_checkpoint_dir"])
-    assert "discarding the run" in fresh.stderr and "train step 1 " in fresh.stdout
+    out, err = trained(other + ["--overwrite_checkpoint_dir"])
+    assert "discarding the run" in err and "train step 1 " in out
     record = json.loads((tmp_path / "ckpt" / "run.json").read_text())
     assert record["started_from"]["load_from"] == "pretrained" and record["finished"]
 
@@ -361,6 +410,7 @@ HVD_RESUME = {"--total_steps": "6", "--shuffle_buffer": "100", "--checkpoint_fre
 @pytest.mark.horovod
 def test_horovod_kill9_resume_with_dropout_equals_the_straight_run(sample_records, sample_vocab,
                                                                    tmp_path):
+    """horovodrun's ranks are processes, and kill -9 ends processes."""
     # Dropout on, two ranks: each rank's masks are keyed by (seed, rank, update, micro-batch), and
     # each rank's input position is saved with the checkpoint. The ranks' weights are identical by
     # construction (allreduced updates), and rank 1's masks and data enter every update through
@@ -408,7 +458,7 @@ def _record_offsets(data: bytes) -> list[int]:
     return offsets
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_corrupt_shard_is_named_progress_saved_and_skip_corrupt_records_trains_on(
         sample_records, sample_vocab, tmp_path):
     shards = _copy_shards(sample_records / "train", tmp_path / "data" / "train")
@@ -419,22 +469,23 @@ def test_corrupt_shard_is_named_progress_saved_and_skip_corrupt_records_trains_o
     shards[1].write_bytes(bytes(data))
     argv = base_args(tmp_path / "data", sample_vocab, tmp_path / "run", **{
         "--total_steps": "40", "--shuffle_buffer": "0", "--log_frequency": "5"})
-    proc = run_cli(argv, check=False)
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "error:" in proc.stderr and shards[1].name in proc.stderr
-    assert "--skip_corrupt_records" in proc.stderr and "Traceback" not in proc.stderr
+    code, out, err = pretrain(argv)
+    assert code == 2, out[-2000:] + err[-2000:]
+    assert "error:" in err and shards[1].name in err
+    assert "--skip_corrupt_records" in err and "Traceback" not in err
     # The updates before the damaged record were saved before the run stopped.
-    assert "train step 10 " in proc.stdout
+    assert "train step 10 " in out
     saved = sorted(int(p.name[5:-6]) for p in (tmp_path / "run" / "ckpt").glob("ckpt-*.index"))
     assert saved and 10 <= saved[-1] < 40, saved
     # The way on: the damaged file is read up to its bad record; the run resumes and finishes.
-    ok = run_cli(argv + ["--skip_corrupt_records"])
-    assert "resuming from" in ok.stderr and "train step 40 " in ok.stdout
-    assert shards[1].name in ok.stderr  # the warning at start names the damaged file
+    out, err = trained(argv + ["--skip_corrupt_records"])
+    assert "resuming from" in err and "train step 40 " in out
+    assert shards[1].name in err  # the warning at start names the damaged file
 
 
 @pytest.mark.horovod
 def test_rank_with_only_empty_shards_stops_every_rank(sample_records, sample_vocab, tmp_path):
+    """horovodrun's ranks are processes; the run's exit status is theirs."""
     train = tmp_path / "data" / "train"
     _copy_shards(sample_records / "train", train,
                  names={"part-00000-of-00004.tfrecord"})
@@ -448,7 +499,6 @@ def test_rank_with_only_empty_shards_stops_every_rank(sample_records, sample_voc
     assert "1 of 2 ranks have no records to read: rank 1's 1 file(s)" in out, out[-3000:]
 
 
-@pytest.mark.e2e
 def test_validation_files_are_checked_at_start(sample_records, sample_corpus, sample_vocab,
                                                tmp_path):
     from albert import create_pretraining_data
@@ -458,17 +508,17 @@ def test_validation_files_are_checked_at_start(sample_records, sample_corpus, sa
         "--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir", str(other),
         "--max_seq_length", "32", "--max_predictions_per_seq", "5", "--num_shards", "1",
         "--processes", "1", "--no_progress"]))
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / "run", **{
-        "--val_dir": str(other / "train"), "--validation_frequency": "1"}), check=False)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "error:" in proc.stderr and "part-00000-of-00001" in proc.stderr
-    assert "train step" not in proc.stdout  # refused before any training was lost
+    code, out, err = pretrain(base_args(sample_records, sample_vocab, tmp_path / "run", **{
+        "--val_dir": str(other / "train"), "--validation_frequency": "1"}))
+    assert code == 2, err[-2000:]
+    assert "error:" in err and "part-00000-of-00001" in err
+    assert "train step" not in out  # refused before any training was lost
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "part-00000-of-00001.tfrecord").write_bytes(b"")
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path / "run2", **{
-        "--val_dir": str(empty)}), check=False)
-    assert proc.returncode == 2 and "validation would report nothing" in proc.stderr
+    code, _, err = pretrain(base_args(sample_records, sample_vocab, tmp_path / "run2", **{
+        "--val_dir": str(empty)}))
+    assert code == 2 and "validation would report nothing" in err, err[-2000:]
 
 
 # -- memory: --recompute, the memory plan, --per_gpu_batch_size auto ---------------------------
@@ -511,7 +561,7 @@ def test_plan_only_prints_the_memory_plan_and_auto_fits_more_with_recompute(
     assert chosen["layers"] >= 2.5 * chosen["none"], chosen
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sample_vocab,
                                                               tmp_path):
     from albert.model.config import AlbertConfig
@@ -525,10 +575,9 @@ def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sa
 
     # A budget where a micro-batch of 4 fits and 8 does not.
     budget = (total(4) + total(8)) / 2 / (1 - SAFETY_MARGIN)
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+    log = "".join(trained(base_args(sample_records, sample_vocab, tmp_path, **{
         "--per_gpu_batch_size": "auto", "--global_batch_size": "16", "--recompute": "layers",
-        "--memory_budget_gb": f"{budget / GIB:.9f}", "--total_steps": "1"}))
-    log = proc.stdout + proc.stderr
+        "--memory_budget_gb": f"{budget / GIB:.9f}", "--total_steps": "1"})))
     assert _auto_choice(log) == (4, 4)
     assert "8 would plan" in log and "batch plan: 4 x 4 x 1 = 16" in log
     assert "memory plan: " in log and "recompute layers" in log
@@ -536,10 +585,9 @@ def test_auto_micro_batch_on_cpu_trains_with_the_plans_choice(sample_records, sa
     assert record["batch_plan"] == {"ranks": 1, "micro_batch": 4, "accumulation": 4,
                                     "global_batch": 16}
     # Resumed with room for 16 now: the run keeps the micro-batch it started with.
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{
+    log = "".join(trained(base_args(sample_records, sample_vocab, tmp_path, **{
         "--per_gpu_batch_size": "auto", "--global_batch_size": "16", "--recompute": "layers",
-        "--memory_budget_gb": f"{4 * total(16) / GIB:.9f}", "--total_steps": "2"}))
-    log = proc.stdout + proc.stderr
+        "--memory_budget_gb": f"{4 * total(16) / GIB:.9f}", "--total_steps": "2"})))
     assert _auto_choice(log) == (4, 4) and "kept from the run this command resumes" in log
     assert "resum" in log.lower()
 
@@ -567,6 +615,7 @@ def test_memory_flag_errors(overrides, message, sample_records, sample_vocab, tm
 @pytest.mark.horovod
 def test_horovod_recompute_with_dropout_and_accumulation_trains(sample_records, sample_vocab,
                                                                  tmp_path):
+    """horovodrun's ranks are processes."""
     # Two ranks, dropout on, two micro-batches per update, the gradient under XLA: the allreduce
     # sits between the recomputed gradient and the update (that the gradients equal those
     # without recomputation is test_trainer's and test_modeling's).
@@ -607,30 +656,35 @@ def test_plan_only_warns_when_a_fixed_micro_batch_exceeds_the_budget(sample_reco
 def test_after_a_replay_the_next_restart_restores_its_input_position(sample_records, sample_vocab,
                                                                       tmp_path):
     """A run resumed under another batch plan replays its input stream; the position it saves
-    after that must be restorable, or every later restart replays again."""
+    after that must be restorable, or every later restart replays again. The replaying run is a
+    process, killed -9 once it saved; the others train in this process, whose weights equal
+    those of a process bit for bit."""
     plan = {"--shuffle_buffer": "300", "--checkpoint_frequency": "2", "--global_batch_size": "8"}
     straight = tmp_path / "straight"
-    run_cli(base_args(sample_records, sample_vocab, straight, **plan, **{"--total_steps": "2"}))
-    run_cli(base_args(sample_records, sample_vocab, straight, **plan, **{
+    trained(base_args(sample_records, sample_vocab, straight, **plan, **{"--total_steps": "2"}))
+    trained(base_args(sample_records, sample_vocab, straight, **plan, **{
         "--total_steps": "6", "--per_gpu_batch_size": "4"}))
 
     out = tmp_path / "restarted"
-    run_cli(base_args(sample_records, sample_vocab, out, **plan, **{"--total_steps": "2"}))
+    trained(base_args(sample_records, sample_vocab, out, **plan, **{"--total_steps": "2"}))
+    release_lock(out / "ckpt")
     # Resumed with micro-batch 4 instead of 8: it replays, and is killed once it saved step 4.
     argv = base_args(sample_records, sample_vocab, out, **plan, **{
         "--total_steps": "6", "--per_gpu_batch_size": "4"})
     code, replayed = _run_until(argv, "saved checkpoint", signal.SIGKILL)
     assert code == -signal.SIGKILL, replayed
     assert "replaying the input stream past 16 records" in replayed
-    restored = run_cli(argv)
-    assert "input position of step 4 restored" in restored.stderr, restored.stderr[-3000:]
-    assert "replaying" not in restored.stderr
+    _, restored = trained(argv)
+    assert "input position of step 4 restored" in restored, restored[-3000:]
+    assert "replaying" not in restored
     assert max_weight_diff(weights(out), weights(straight)) < 1e-5
 
 
-@pytest.mark.e2e
+@pytest.mark.slow
 def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_is_not(
         sample_records, sample_vocab, tmp_path):
+    """The holder is a process: the lock is a process's, and goes with it when it crashes. The
+    runs on its directory run in this process."""
     # Issue 24 item 9: the second run's start-up would remove the first one's saves in flight.
     ckpt = tmp_path / "ckpt"
     holder = subprocess.Popen(
@@ -641,17 +695,17 @@ def test_second_run_on_a_checkpoint_dir_in_use_is_refused_and_a_crashed_holder_i
         assert holder.stdout.readline().strip() == "held"
         in_flight = ckpt / "ckpt-9_temp"
         in_flight.mkdir()
-        proc = run_cli(base_args(sample_records, sample_vocab, tmp_path,
-                                 **{"--total_steps": "1"}), check=False)
-        assert proc.returncode == 2, proc.stderr[-2000:]
+        code, _, err = pretrain(base_args(sample_records, sample_vocab, tmp_path,
+                                          **{"--total_steps": "1"}))
+        assert code == 2, err[-2000:]
         assert (f"error: --checkpoint_dir {ckpt} is in use by another run (pid {holder.pid} on "
-                "host ") in proc.stderr
-        assert "Traceback" not in proc.stderr and in_flight.exists()
+                "host ") in err
+        assert "Traceback" not in err and in_flight.exists()
     finally:
         holder.kill()  # as a crash: the lock goes with the process
         holder.wait()
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "2"}))
-    assert "train step 2 " in proc.stdout and not in_flight.exists()
+    out, _ = trained(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "2"}))
+    assert "train step 2 " in out and not in_flight.exists()
 
 
 def test_directory_flags_naming_a_file_are_one_line_errors(sample_records, sample_vocab,
@@ -667,12 +721,12 @@ def test_directory_flags_naming_a_file_are_one_line_errors(sample_records, sampl
         assert a_file.read_text() == "x"
 
 
-@pytest.mark.e2e
-def test_first_update_compiles_outside_the_logged_speed(sample_records, sample_vocab, tmp_path):
+@pytest.mark.slow  # the shared run trains
+def test_first_update_compiles_outside_the_logged_speed(planned_run):
     # Issue 24 item 15: the first seq/s (a SageMaker metric) no longer includes compile time.
-    proc = run_cli(base_args(sample_records, sample_vocab, tmp_path, **{"--total_steps": "3"}))
-    assert "first update (tracing and compiling the step):" in proc.stderr
-    rows = read_jsonl(tmp_path / "logs" / "metrics.jsonl")
+    out, _, stderr = planned_run
+    assert "first update (tracing and compiling the step):" in stderr
+    rows = read_jsonl(out / "logs" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2, 3]
     assert "seq_per_sec" not in rows[0]
     assert all(r["seq_per_sec"] > 0 for r in rows[1:])
