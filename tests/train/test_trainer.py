@@ -157,20 +157,6 @@ def test_exclusions_on_real_variable_paths():
         assert decay != is_norm_or_bias, name
 
 
-@pytest.mark.slow
-def test_onednn_gradient_with_xla_update_matches_plain_tf(batches):
-    # The CPU plan choose_xla can pick: gradient on TensorFlow's kernels, update under XLA.
-    mixed = make_trainer(xla=True, xla_gradient=False)
-    plain = make_trainer(xla=False)
-    for b in batches[:4]:
-        mixed.train_step(b)
-        plain.train_step(b)
-    assert int(mixed.step) == int(plain.step) == 4
-    for a, b in zip(mixed.model.trainable_variables, plain.model.trainable_variables,
-                    strict=True):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
-
-
 DROPOUT = {"hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
            "classifier_dropout_prob": 0.1}
 
@@ -183,18 +169,65 @@ def _max_diff(a, b):
     return max(float(np.abs(x - y).max()) for x, y in zip(a, b, strict=True))
 
 
+# Straight runs that several tests hold others against, traced once for the module: the weights
+# after each of the updates on batches[0], batches[1], ... (the trainers are not shared, only
+# what they left).
+
+
+@pytest.fixture(scope="module")
+def plain_run(batches):
+    """fp32 on TensorFlow's kernels, dropout off (the tiny config's): weights after 4 updates."""
+    trainer = make_trainer(xla=False)
+    weights = []
+    for b in batches[:4]:
+        trainer.train_step(b)
+        weights.append(_weights(trainer))
+    assert int(trainer.step) == 4
+    return weights
+
+
+@pytest.fixture(scope="module")
+def dropout_run(batches, tmp_path_factory):
+    """Dropout on, fp32, rank 0, seed 0: weights after 4 updates, and the checkpoint directory
+    it saved after its 2nd (ckpt-2)."""
+    from albert.train.checkpoint_store import CheckpointStore
+    from albert.train.distributed import Distributed
+
+    directory = tmp_path_factory.mktemp("dropout_ckpt")
+    trainer = make_trainer(config_overrides=DROPOUT)
+    store = CheckpointStore(str(directory), trainer.trackables(), Distributed())
+    weights = []
+    for b in batches[:4]:
+        trainer.train_step(b)
+        weights.append(_weights(trainer))
+        if int(trainer.step) == 2:
+            store.save(2)
+    return weights, directory
+
+
 @pytest.mark.slow
-def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batches):
+def test_onednn_gradient_with_xla_update_matches_plain_tf(batches, plain_run):
+    # The CPU plan choose_xla can pick: gradient on TensorFlow's kernels, update under XLA.
+    mixed = make_trainer(xla=True, xla_gradient=False)
+    for b in batches[:4]:
+        mixed.train_step(b)
+    assert int(mixed.step) == 4
+    for a, b in zip(_weights(mixed), plain_run[3], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batches, dropout_run,
+                                                                          plain_run):
     from albert.train.distributed import Distributed
 
     class Rank1(Distributed):
         rank = 1
 
-    runs = {}
-    for name, kwargs in {"a": {}, "again": {}, "seed": {"seed": 7}, "rank": {"dist": Rank1()},
-                         "off": {"config_overrides": {}}}.items():
-        overrides = kwargs.pop("config_overrides", DROPOUT)
-        trainer = make_trainer(config_overrides=overrides, **kwargs)
+    straight, _ = dropout_run  # saved a checkpoint on the way: that must change nothing either
+    runs = {"a": straight[1], "off": plain_run[1]}
+    for name, kwargs in {"again": {}, "seed": {"seed": 7}, "rank": {"dist": Rank1()}}.items():
+        trainer = make_trainer(config_overrides=DROPOUT, **kwargs)
         for b in batches[:2]:
             trainer.train_step(b)
         runs[name] = _weights(trainer)
@@ -203,33 +236,25 @@ def test_dropout_masks_are_a_function_of_seed_rank_update_and_micro_batch(batche
     assert _max_diff(runs["a"], runs["rank"]) > 1e-5  # each rank draws its own masks
     assert _max_diff(runs["a"], runs["off"]) > 1e-5  # dropout is on
     # Micro-batches of one update draw different masks: the same batch twice in one update
-    # gives another update than the same batch at accumulation 1.
+    # gives another update than the same batch at accumulation 1 (the straight run's first).
     twice = make_trainer(config_overrides=DROPOUT, accum_steps=2)
     twice.train_step({k: tf.concat([v, v], 0) for k, v in batches[0].items()})
-    once = make_trainer(config_overrides=DROPOUT)
-    once.train_step(batches[0])
-    assert _max_diff(_weights(twice), _weights(once)) > 1e-6
+    assert _max_diff(_weights(twice), straight[0]) > 1e-6
 
 
 @pytest.mark.slow
-def test_dropout_resume_needs_no_rng_state(batches, tmp_path):
+def test_dropout_resume_needs_no_rng_state(batches, dropout_run):
     from albert.train.checkpoint_store import CheckpointStore
     from albert.train.distributed import Distributed
 
-    straight = make_trainer(config_overrides=DROPOUT)
-    for b in batches[:4]:
-        straight.train_step(b)
-    first = make_trainer(config_overrides=DROPOUT)
-    handler = CheckpointStore(str(tmp_path), first.trackables(), Distributed())
-    for b in batches[:2]:
-        first.train_step(b)
-    handler.save(2)
-    assert not any("rng" in name for name, _ in tf.train.list_variables(str(tmp_path / "ckpt-2")))
+    straight, directory = dropout_run  # 4 updates; its checkpoint after the 2nd
+    assert not any("rng" in name for name, _ in tf.train.list_variables(str(directory / "ckpt-2")))
     resumed = make_trainer(config_overrides=DROPOUT)
-    CheckpointStore(str(tmp_path), resumed.trackables(), Distributed()).restore_latest()
+    CheckpointStore(str(directory), resumed.trackables(), Distributed()).restore_latest()
+    assert int(resumed.step) == 2
     for b in batches[2:4]:
         resumed.train_step(b)
-    assert _max_diff(_weights(resumed), _weights(straight)) < 1e-6
+    assert _max_diff(_weights(resumed), straight[3]) < 1e-6
 
 
 def test_fp16_allreduce_keeps_small_gradients(batches):
