@@ -1,5 +1,7 @@
-"""python -m albert.check_records as a user runs it: good shards, damaged shards, wrong shapes;
---stats against google-research's create_pretraining_data."""
+"""python -m albert.check_records: good shards, damaged shards, wrong shapes, usage errors (its
+main in this process: the exit status it returns and what it prints); as a user runs it (a real
+process): no start-up lines unless --verbose; --stats against google-research's
+create_pretraining_data."""
 
 import re
 import shutil
@@ -10,8 +12,8 @@ from helpers import (
     SEQ,
     as_a_user_runs,
     bad_lines,
-    check_records,
     damage,
+    run_in_process,
     start_up_noise,
     write_records,
 )
@@ -20,32 +22,36 @@ from albert import check_records as tool
 from albert.data.record_stats import MASKING, STATISTICS
 
 
-@pytest.mark.e2e
+def check_records(*argv):
+    """(exit status, stdout, stderr) of `python -m albert.check_records argv`, run as its main in
+    this process; an exception escaping main fails the test with its traceback."""
+    return run_in_process("check_records", argv)
+
+
 def test_check_records_names_exactly_the_damaged_shards(sample_records, tmp_path):
     """Item 8a: a truncated shard and a bit-flipped one are listed, with the record where the
     damage starts; the good ones are not; exit 1 with a summary line."""
     shutil.copytree(sample_records / "train", tmp_path / "train")
     files = sorted(str(p) for p in (tmp_path / "train").iterdir())
-    good = check_records("train", "--filesystem_prefix", str(tmp_path), "--no_progress")
-    assert good.returncode == 0, good.stderr
-    assert good.stdout.splitlines()[-1].startswith("checked 4 files, ")
-    assert "shapes --max_seq_length 64 --max_predictions_per_seq 10" in good.stdout
-    assert good.stdout.rstrip().endswith("all good; 0 empty")
+    code, out, err = check_records("train", "--filesystem_prefix", str(tmp_path), "--no_progress")
+    assert code == 0, err
+    assert out.splitlines()[-1].startswith("checked 4 files, ")
+    assert "shapes --max_seq_length 64 --max_predictions_per_seq 10" in out
+    assert out.rstrip().endswith("all good; 0 empty")
 
     damage(files)
-    proc = check_records(str(tmp_path / "train" / "*"), "--max_seq_length", str(SEQ),
-                         "--max_predictions_per_seq", str(PREDS), "--no_progress")
-    assert proc.returncode == 1, proc.stderr
-    lines = bad_lines(proc.stdout)
+    code, out, err = check_records(str(tmp_path / "train" / "*"), "--max_seq_length", str(SEQ),
+                                   "--max_predictions_per_seq", str(PREDS), "--no_progress")
+    assert code == 1, err
+    lines = bad_lines(out)
     assert [line.split(":")[0] for line in lines] == [f"BAD {files[1]}", f"BAD {files[2]}"]
     assert "corrupt at record" in lines[0] and "truncated record" in lines[0]
     assert "corrupt at record" in lines[1] and "corrupted record" in lines[1]
-    assert proc.stdout.splitlines()[-1].endswith(
+    assert out.splitlines()[-1].endswith(
         "2 bad (2 corrupt, 0 wrong shape, 0 unreadable); 0 empty")
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in err
 
 
-@pytest.mark.e2e
 def test_check_records_finds_wrong_shapes_gzip_and_empty(tmp_path):
     """Item 8a (shapes): without flags, shapes come from the first record and a shard of another
     generator run is named; GZIP shards are read; empty ones are reported but not bad."""
@@ -53,33 +59,34 @@ def test_check_records_finds_wrong_shapes_gzip_and_empty(tmp_path):
     write_records(tmp_path / "part-00001-of-00002.tfrecord", 5, 64, 10)
     write_records(tmp_path / "part-00001-of-00004.tfrecord", 5, 128, 10)
     write_records(tmp_path / "part-00002-of-00002.tfrecord", 0, 64, 10)
-    proc = check_records(str(tmp_path), "--no_progress")
-    assert proc.returncode == 1, proc.stderr
-    assert bad_lines(proc.stdout) == [
+    code, out, err = check_records(str(tmp_path), "--no_progress")
+    assert code == 1, err
+    assert bad_lines(out) == [
         f"BAD {tmp_path / 'part-00001-of-00004.tfrecord'}: wrong shape at record 0: feature "
         "'input_ids' has length 128, but --max_seq_length asks for 64"]
-    assert f"EMPTY {tmp_path / 'part-00002-of-00002.tfrecord'}: no records" in proc.stdout
-    assert "checked 4 files, 10 good records" in proc.stdout
-    assert proc.stdout.rstrip().endswith("1 bad (0 corrupt, 1 wrong shape, 0 unreadable); 1 empty")
+    assert f"EMPTY {tmp_path / 'part-00002-of-00002.tfrecord'}: no records" in out
+    assert "checked 4 files, 10 good records" in out
+    assert out.rstrip().endswith("1 bad (0 corrupt, 1 wrong shape, 0 unreadable); 1 empty")
 
-    ok = check_records(str(tmp_path / "part-*-of-00002*"), "--no_progress")
-    assert ok.returncode == 0 and "checked 3 files, 10 good records" in ok.stdout
+    code, out, _ = check_records(str(tmp_path / "part-*-of-00002*"), "--no_progress")
+    assert code == 0 and "checked 3 files, 10 good records" in out
 
 
-@pytest.mark.e2e
 def test_check_records_usage_errors(tmp_path):
-    proc = check_records(str(tmp_path / "nothing*"))
-    assert proc.returncode == 2
-    assert "\nerror: no TFRecord files match" in "\n" + proc.stderr
-    assert "Traceback" not in proc.stderr
-    proc = check_records(str(tmp_path), "--max_seq_length", "0")
-    assert proc.returncode == 2 and "--max_seq_length must be >= 1" in proc.stderr
+    code, _, err = check_records(str(tmp_path / "nothing*"))
+    assert code == 2
+    assert "\nerror: no TFRecord files match" in "\n" + err
+    assert "Traceback" not in err
+    code, _, err = check_records(str(tmp_path), "--max_seq_length", "0")
+    assert code == 2 and "--max_seq_length must be >= 1" in err
 
 
 @pytest.mark.e2e
 def test_check_records_is_quiet_unless_verbose(sample_records):
     """Issue 27: TensorFlow's start-up lines (printed twice here before) are not shown; with
-    --verbose they are, as in every tool (albert.cli.quiet_start)."""
+    --verbose they are, as in every tool (albert.cli.quiet_start). Real processes: TensorFlow
+    prints those lines as it starts, once per process, under the user's environment; and the
+    exit status is the process's own."""
     quiet = as_a_user_runs("check_records", sample_records / "train", "--no_progress")
     assert quiet.returncode == 0, quiet.stderr
     assert start_up_noise(quiet.stderr) == []

@@ -16,7 +16,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import PREDS, SEQ, as_a_user_runs, last_reading_bar, start_up_noise
+from helpers import PREDS, SEQ, as_a_user_runs, last_reading_bar, run_in_process, start_up_noise
 
 from albert import create_pretraining_data
 from albert.data import shuffle
@@ -188,23 +188,38 @@ def test_bad_input_is_counted_or_named(sample_vocab, tmp_path):
     assert summary["instances"] >= 6
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize(
-    "flags, message",
-    [
-        (["--spm_model", "/nonexistent/spiece.model"], "SentencePiece model not found"),
-        (["--input", "/nonexistent/*.txt"], "matches no file"),
-        (["--num_shards", "0"], "--num_shards must be at least 1"),
-        (["--output_dir", "/proc/forbidden"], "output_dir"),
-    ],
-)
-def test_cli_errors_name_the_problem(flags, message, sample_corpus, sample_vocab, tmp_path):
+CLI_ERRORS = [
+    (["--spm_model", "/nonexistent/spiece.model"], "SentencePiece model not found"),
+    (["--input", "/nonexistent/*.txt"], "matches no file"),
+    (["--num_shards", "0"], "--num_shards must be at least 1"),
+    (["--output_dir", "/proc/forbidden"], "output_dir"),
+]
+
+
+def _error_argv(flags, sample_corpus, sample_vocab, tmp_path):
     base = {"--input": str(sample_corpus), "--spm_model": sample_vocab,
             "--output_dir": str(tmp_path / "o")}
     base.update(dict(zip(flags[::2], flags[1::2], strict=True)))
-    argv = [x for kv in base.items() for x in kv]
-    proc = subprocess.run([sys.executable, "-m", "albert.create_pretraining_data", *argv,
-                           "--no_progress"], capture_output=True, text=True, timeout=120)
+    return [x for kv in base.items() for x in kv] + ["--no_progress"]
+
+
+@pytest.mark.parametrize("flags, message", CLI_ERRORS)
+def test_cli_errors_name_the_problem(flags, message, sample_corpus, sample_vocab, tmp_path):
+    code, _, err = run_in_process("create_pretraining_data",
+                                  _error_argv(flags, sample_corpus, sample_vocab, tmp_path))
+    assert code == 2, err
+    assert message in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.e2e
+def test_cli_error_exits_2_as_a_process(sample_corpus, sample_vocab, tmp_path):
+    """The one real process for an error: the exit status the shell sees (`sys.exit(main())`)
+    and the message on the process's stderr, no traceback (the other errors run in-process)."""
+    flags, message = CLI_ERRORS[0]
+    proc = subprocess.run([sys.executable, "-m", "albert.create_pretraining_data",
+                           *_error_argv(flags, sample_corpus, sample_vocab, tmp_path)],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -235,6 +250,8 @@ def _peak_rss_mb(argv):
 
 @pytest.mark.e2e
 def test_peak_memory_does_not_grow_with_corpus(sample_corpus, sample_vocab, tmp_path):
+    """Real processes: the peak resident memory of a process (VmHWM) per corpus, which the test
+    runner's own memory would hide."""
     text = sample_corpus.read_text()
     small, large = tmp_path / "small.txt", tmp_path / "large.txt"
     small.write_text(text)
@@ -368,22 +385,22 @@ def test_records_are_globally_shuffled(sample_corpus, sample_vocab, tmp_path):
         assert _same_document_distance(docs[known]) > 0.2, name
 
 
-@pytest.mark.e2e
 def test_shards_have_no_empty_file(sample_vocab, tmp_path):
     """--num_shards above what the corpus fills: fewer shards, all non-empty, and a warning."""
     text = tmp_path / "tiny.txt"
     text.write_text("The parser reads a line. Then it runs the line it read.\n" * 6)
-    proc = _cli(["--input", str(text), "--spm_model", sample_vocab, "--output_dir",
-                 str(tmp_path / "o"), "--input_format", "line", "--max_seq_length", "32",
-                 "--max_predictions_per_seq", "5", "--num_shards", "64", "--processes", "1"])
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = _main(["--input", text, "--spm_model", sample_vocab, "--output_dir",
+                          tmp_path / "o", "--input_format", "line", "--max_seq_length", "32",
+                          "--max_predictions_per_seq", "5", "--num_shards", "64",
+                          "--processes", "1"])
+    assert code == 0, err
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     files = sorted(os.listdir(tmp_path / "o" / "train"))
     assert 0 < len(files) < 64
     assert files[-1].endswith(f"-of-{len(files):05d}.tfrecord")
     assert all(n > 0 for n in summary["records_per_train_file"])
     assert sum(summary["records_per_train_file"]) == summary["train_instances"]
-    assert "instead of 64 (--num_shards)" in proc.stderr
+    assert "instead of 64 (--num_shards)" in err
 
 
 # -- hostile input and faults (issue 13) --------------------------------------------------------
@@ -395,25 +412,29 @@ def _cli(argv, **kwargs):
                           **kwargs)
 
 
+def _main(argv):
+    """(exit status, stdout, stderr) of the command as its main in this process."""
+    return run_in_process("create_pretraining_data", [*argv, "--no_progress"])
+
+
 def _leftovers(directory):
     return [p for p in os.listdir(directory) if ".partial-" in p or ".old-" in p]
 
 
-@pytest.mark.e2e
 def test_non_empty_output_dir_needs_overwrite(sample_corpus, sample_vocab, tmp_path):
     out = tmp_path / "data"
     common = ["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
               str(out), "--max_seq_length", "32", "--max_predictions_per_seq", "5",
               "--processes", "1"]
-    assert _cli([*common, "--num_shards", "4"]).returncode == 0
+    assert _main([*common, "--num_shards", "4"])[0] == 0
     before = _digests(out / "train")
-    proc = _cli([*common, "--num_shards", "2"])
-    assert proc.returncode == 2
-    assert "--output_dir" in proc.stderr and "not empty" in proc.stderr
-    assert "--overwrite" in proc.stderr and "Traceback" not in proc.stderr
+    code, _, err = _main([*common, "--num_shards", "2"])
+    assert code == 2
+    assert "--output_dir" in err and "not empty" in err
+    assert "--overwrite" in err and "Traceback" not in err
     assert _digests(out / "train") == before  # untouched
-    proc = _cli([*common, "--num_shards", "2", "--overwrite"])
-    assert proc.returncode == 0, proc.stderr
+    code, _, err = _main([*common, "--num_shards", "2", "--overwrite"])
+    assert code == 0, err
     # Replaced as a whole: no old -of-00004 shard is left beside the new ones.
     assert sorted(os.listdir(out / "train")) == [
         "part-00000-of-00002.tfrecord", "part-00001-of-00002.tfrecord"]
@@ -421,8 +442,8 @@ def test_non_empty_output_dir_needs_overwrite(sample_corpus, sample_vocab, tmp_p
     # Replacing a directory that holds the input would delete the input: refused.
     inside = out / "corpus.txt"
     inside.write_text(sample_corpus.read_text())
-    proc = _cli([*common[2:], "--input", str(inside), "--overwrite"])
-    assert proc.returncode == 2 and f"holds the input {inside}" in proc.stderr
+    code, _, err = _main([*common[2:], "--input", str(inside), "--overwrite"])
+    assert code == 2 and f"holds the input {inside}" in err
     assert inside.exists()
 
 
@@ -464,29 +485,27 @@ def test_full_disk_removes_temporaries(failing, sample_corpus, sample_vocab, tmp
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.e2e
 def test_empty_validation_set_warns(sample_corpus, sample_vocab, tmp_path):
-    proc = _cli(["--input", str(sample_corpus), "--spm_model", sample_vocab, "--output_dir",
-                 str(tmp_path / "o"), "--max_seq_length", "32", "--max_predictions_per_seq", "5",
-                 "--validation_fraction", "0.001", "--processes", "1"])
-    assert proc.returncode == 0, proc.stderr
-    assert "warning: --validation_fraction 0.001 put none of the 79 documents" in proc.stderr
+    code, _, err = _main(["--input", sample_corpus, "--spm_model", sample_vocab, "--output_dir",
+                          tmp_path / "o", "--max_seq_length", "32", "--max_predictions_per_seq",
+                          "5", "--validation_fraction", "0.001", "--processes", "1"])
+    assert code == 0, err
+    assert "warning: --validation_fraction 0.001 put none of the 79 documents" in err
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["validation_instances"] == 0 and summary["validation_files"] == []
     assert any("validation" in w for w in summary["warnings"])
     assert not (tmp_path / "o" / "validation").exists()
 
 
-@pytest.mark.e2e
 def test_all_invalid_utf8_input_is_named(sample_vocab, tmp_path):
     latin1 = tmp_path / "latin1.txt"
     latin1.write_bytes("Caf\u00e9 cr\u00e8me na\u00efve r\u00e9sum\u00e9 d\u00e9j\u00e0 vu. "
                        "Une autre phrase \u00e9crite.\n".encode("latin-1") * 30)
-    proc = _cli(["--input", str(latin1), "--spm_model", sample_vocab, "--output_dir",
-                 str(tmp_path / "o"), "--processes", "1"])
-    assert proc.returncode == 2
-    assert "every line of the input (30 lines) was skipped as invalid UTF-8" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    code, _, err = _main(["--input", latin1, "--spm_model", sample_vocab, "--output_dir",
+                          tmp_path / "o", "--processes", "1"])
+    assert code == 2
+    assert "every line of the input (30 lines) was skipped as invalid UTF-8" in err
+    assert "Traceback" not in err
 
 
 def _children(pid):
@@ -512,6 +531,8 @@ def _running(pid):
 
 @pytest.mark.e2e
 def test_kill_9_leaves_no_orphan_workers(sample_corpus, sample_vocab, tmp_path):
+    """A real process, killed with SIGKILL: its worker processes must not outlive it, and the
+    next run (another process) removes what it left."""
     text = sample_corpus.read_text()
     big = tmp_path / "big.txt"
     big.write_text(text * 20)  # far more work than the few seconds this test waits
@@ -554,7 +575,9 @@ def test_kill_9_leaves_no_orphan_workers(sample_corpus, sample_vocab, tmp_path):
 @pytest.mark.e2e
 def test_progress_shows_the_input_read_of_its_total(sample_corpus, sample_vocab, tmp_path):
     """A bar on stderr over the input's bytes (so a total and the time left), with the instances
-    made and their rate; --no_progress: none. No TensorFlow start-up lines either."""
+    made and their rate; --no_progress: none. No TensorFlow start-up lines either. Real processes
+    in the user's environment: start-up lines are printed as a process starts, and --processes 2
+    spawns its workers from the command's own process."""
     common = ["--input", sample_corpus, "--spm_model", sample_vocab, "--max_seq_length", "32",
               "--max_predictions_per_seq", "5", "--num_shards", "2", "--processes", "2"]
     proc = as_a_user_runs("create_pretraining_data", *common, "--output_dir", tmp_path / "a")

@@ -56,7 +56,8 @@ def test_import_albert_loads_nothing_until_a_name_is_asked_for():
     """`import albert` loads no module of the package and no TensorFlow; a name loads its own
     module when first asked for, and only that (with what it imports). The names that do need
     TensorFlow are left out: importing it would cost this test most of its time, and
-    test_every_public_name_is_its_modules_object already resolves them."""
+    test_every_public_name_is_its_modules_object already resolves them. A new interpreter: this
+    one has loaded the package and Keras already (LAZINESS_PROBE)."""
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(albert.__file__))}
     out = subprocess.run([sys.executable, "-c", LAZINESS_PROBE], env=env, capture_output=True,
                          text=True, timeout=300, check=True).stdout
@@ -94,7 +95,9 @@ print(json.dumps(info))
 @pytest.mark.parametrize("setting", [None, "false"])
 def test_tensorflow_keeps_its_cpu_buffers_unless_the_user_says_otherwise(setting):
     """A command's process makes TensorFlow use its BFC allocator on the CPU (buffers kept and
-    reused, not faulted in again on every step); a value the user set is left alone."""
+    reused, not faulted in again on every step); a value the user set is left alone. A fresh
+    process per setting: TensorFlow reads the variable once, as it starts, and this process's
+    TensorFlow has started already."""
     env = {k: v for k, v in os.environ.items() if k != "TF_CPU_ALLOCATOR_USE_BFC"}
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(albert.__file__))
     if setting is not None:
@@ -142,7 +145,8 @@ def test_import_leaves_the_allocator_alone(monkeypatch):
 
 @pytest.mark.e2e
 def test_import_albert_changes_no_variable_but_the_backend():
-    """`import albert` in a fresh interpreter: the environment as it was, KERAS_BACKEND aside."""
+    """`import albert` in a fresh interpreter: the environment as it was, KERAS_BACKEND aside.
+    A new interpreter: this one has imported albert (and conftest set variables) already."""
     code = ("import os\nbefore = dict(os.environ)\nimport albert\n"
             "print(sorted(set(os.environ.items()) ^ set(before.items())))\n"
             "print(os.environ.get('TF_CPU_ALLOCATOR_USE_BFC'))\n")

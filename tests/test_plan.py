@@ -1,26 +1,24 @@
-"""`python -m albert.plan` as a user runs it: docs/memory.md's what-fits-where table, its errors."""
+"""`python -m albert.plan`: docs/memory.md's what-fits-where table (its main in this process: the
+exit status it returns, what it prints), its errors (one real process: the exit status and the
+lines the shell sees)."""
 
 import pytest
+from helpers import run_in_process
 
 from albert.model.config import AlbertConfig
 from albert.train.memory_plan import GIB, memory_plan
 
 
-@pytest.mark.e2e
 def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     # `python -m albert.plan` (docs/memory.md's table): each cell is the largest micro-batch whose
     # plan fits with the safety margin, without / with recomputation.
-    import subprocess
-    import sys
-
     from albert.train.memory_plan import largest_fitting, plan_fits
 
-    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "large",
-                           "xxlarge", "--max_seq_length", "512", "--precision", "bf16",
-                           "--memory_budget_gb", "16", "80"], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    rows = proc.stdout.strip().splitlines()
+    code, out, err = run_in_process("plan", ["--model_size", "large", "xxlarge",
+                                             "--max_seq_length", "512", "--precision", "bf16",
+                                             "--memory_budget_gb", "16", "80"])
+    assert code == 0, err
+    rows = out.strip().splitlines()
     assert rows[0] == "| model | seq | precision | 16 GB | 80 GB |"
     assert len(rows) == 4
     for row in rows[2:]:
@@ -37,23 +35,23 @@ def test_what_fits_where_table_is_the_plans_largest_micro_batch():
     # gradients alone (12 x 0.8 GB) exceed it.
     assert rows[3].startswith("| xxlarge | 512 | bf16 | 0 / ")
     for value in ("0", "inf", "nan"):
-        bad = subprocess.run([sys.executable, "-m", "albert.plan", "--memory_budget_gb", value],
-                             capture_output=True, text=True, timeout=120)
-        assert bad.returncode == 2 and f"error: --memory_budget_gb {value}: a size in GB must " \
-            "be" in bad.stderr
+        code, _, err = run_in_process("plan", ["--memory_budget_gb", value])
+        assert code == 2 and f"error: --memory_budget_gb {value}: a size in GB must " \
+            "be" in err
     # A length the model has no positions for is said so, and the search bound is "at least".
-    proc = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "tiny",
-                           "--max_seq_length", "128", "1024", "--precision", "fp32",
-                           "--memory_budget_gb", "1000"], capture_output=True, text=True,
-                          timeout=120)
-    rows = proc.stdout.strip().splitlines()
+    code, out, err = run_in_process("plan", ["--model_size", "tiny", "--max_seq_length", "128",
+                                             "1024", "--precision", "fp32",
+                                             "--memory_budget_gb", "1000"])
+    assert code == 0, err
+    rows = out.strip().splitlines()
     assert rows[2].endswith(" / >= 65536 |") and "longer than tiny's 512 positions" in rows[3]
 
 
 @pytest.mark.e2e
-def test_plan_gives_one_message_per_bad_value_and_takes_a_huge_budget():
-    """Issue 24 item 15: one combined message blamed every flag for one bad value, and
-    --memory_gb (now --memory_budget_gb) 1000000 was refused as not "above 0"."""
+def test_plan_gives_one_message_per_bad_value():
+    """Issue 24 item 15: one combined message blamed every flag for one bad value. A real
+    process: the exit status the shell sees (`raise SystemExit(main())`) and exactly these lines
+    on its stderr, nothing on stdout."""
     import subprocess
     import sys
 
@@ -67,8 +65,13 @@ def test_plan_gives_one_message_per_bad_value_and_takes_a_huge_budget():
         "error: --max_seq_length 1: a sequence length must be at least 2",
         "error: --plan_ranks 0: must be at least 1",
     ]
-    huge = subprocess.run([sys.executable, "-m", "albert.plan", "--model_size", "tiny",
-                           "--max_seq_length", "128", "--precision", "fp32", "--memory_budget_gb",
-                           "1000000"], capture_output=True, text=True, timeout=120)
-    assert huge.returncode == 0, huge.stderr
-    assert huge.stdout.splitlines()[-1] == "| tiny | 128 | fp32 | >= 65536 / >= 65536 |"
+
+
+def test_plan_takes_a_huge_budget():
+    """Issue 24 item 15: --memory_gb (now --memory_budget_gb) 1000000 was refused as not "above
+    0"."""
+    code, out, err = run_in_process("plan", ["--model_size", "tiny", "--max_seq_length", "128",
+                                             "--precision", "fp32", "--memory_budget_gb",
+                                             "1000000"])
+    assert code == 0, err
+    assert out.splitlines()[-1] == "| tiny | 128 | fp32 | >= 65536 / >= 65536 |"

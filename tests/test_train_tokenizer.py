@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import sentencepiece as spm
+from helpers import run_in_process
 
 from albert import train_tokenizer
 from albert.data.tokenization import SPECIAL_TOKENS
@@ -91,7 +92,8 @@ def test_train_tokenizer_names_bad_input(tmp_path, capsys):
 def test_train_tokenizer_shows_its_reading_and_no_start_up_lines(sample_corpus, tmp_path):
     """Issue 27: reading the corpus (a long wait on a large dump) shows a bar over the input's
     bytes, with its total and the documents found; --no_progress: none. No TensorFlow or absl
-    start-up lines."""
+    start-up lines. Real processes: the start-up lines are TensorFlow's and absl's as a process
+    starts, under the user's environment."""
 
     from helpers import as_a_user_runs, last_reading_bar, start_up_noise
 
@@ -110,29 +112,28 @@ def test_train_tokenizer_shows_its_reading_and_no_start_up_lines(sample_corpus, 
         (tmp_path / "b" / "spiece.model").read_bytes()
 
 
-@pytest.mark.e2e
 def test_an_existing_vocabulary_is_kept_without_overwrite_and_a_rerun_is_byte_identical(
         sample_corpus, sample_vocab, tmp_path):
     argv = ["--input", str(sample_corpus), "--vocab_size", "300", "--processes", "1",
             "--output_dir", str(tmp_path / "v")]
-    first = _cli("train_tokenizer", *argv)
-    assert first.returncode == 0, first.stderr[-3000:]
+    code, _, err = run_in_process("train_tokenizer", argv)
+    assert code == 0, err[-3000:]
     model = tmp_path / "v" / "spiece.model"
     digest = _sha256(model)
     summary = json.loads((tmp_path / "v" / "summary.json").read_text())
     assert summary["sha256"] == digest and summary["vocab_size"] == 300
 
-    again = _cli("train_tokenizer", *argv)
-    assert again.returncode == 2
-    assert again.stderr.strip().splitlines() == [
+    code, _, err = run_in_process("train_tokenizer", argv)
+    assert code == 2
+    assert err.strip().splitlines() == [
         f"error: --output_dir {tmp_path / 'v'} already holds spiece.model (sha256 "
         f"{digest[:12]}...); records and checkpoints made with it would not fit a new "
         "vocabulary: choose another --output_dir, or pass --overwrite to replace it"]
     assert _sha256(model) == digest
 
     # Item 15: the same command again (a new temporary directory) writes the same bytes.
-    replaced = _cli("train_tokenizer", *argv, "--overwrite")
-    assert replaced.returncode == 0, replaced.stderr[-3000:]
+    code, _, err = run_in_process("train_tokenizer", [*argv, "--overwrite"])
+    assert code == 0, err[-3000:]
     assert _sha256(model) == digest
     assert not [n for n in os.listdir(tmp_path / "v") if n.startswith(".")]
     from sentencepiece import sentencepiece_model_pb2
@@ -145,11 +146,12 @@ def test_an_existing_vocabulary_is_kept_without_overwrite_and_a_rerun_is_byte_id
 
     assert vocab_checksum(str(model)) == digest
     out = tmp_path / "records"
-    made = _cli("create_pretraining_data", "--input", str(sample_corpus), "--spm_model",
-                str(model), "--output_dir", str(out), "--max_seq_length", "32",
-                "--max_predictions_per_seq", "4", "--num_shards", "1", "--processes", "1",
-                "--no_progress")
-    assert made.returncode == 0, made.stderr[-3000:]
+    code, _, err = run_in_process(
+        "create_pretraining_data", ["--input", sample_corpus, "--spm_model", model,
+                                    "--output_dir", out, "--max_seq_length", "32",
+                                    "--max_predictions_per_seq", "4", "--num_shards", "1",
+                                    "--processes", "1", "--no_progress"])
+    assert code == 0, err[-3000:]
     vocabulary = json.loads((out / "summary.json").read_text())["vocabulary"]
     # The records were made under the new vocabulary's text rule (accents kept), as it says.
     config = json.loads((tmp_path / "v" / "tokenizer_config.json").read_text())
@@ -160,6 +162,8 @@ def test_an_existing_vocabulary_is_kept_without_overwrite_and_a_rerun_is_byte_id
 
 @pytest.mark.e2e
 def test_train_tokenizer_refuses_an_output_dir_that_is_a_file_and_keeps_it(sample_corpus, tmp_path):
+    """A real process: the tool's one refusal checked as the shell sees it, exit status 2 from
+    `sys.exit(main())` and the single line its stderr holds (the other refusals run in-process)."""
     target = tmp_path / "vocab"
     target.write_text("keep me\n")
     proc = _cli("train_tokenizer", "--input", str(sample_corpus), "--output_dir", str(target))

@@ -58,6 +58,9 @@ def tiny_training_flops(seq, preds):
 
 @pytest.mark.e2e
 def test_benchmark_json(sample_records, tmp_path):
+    """The shipped script run as a user runs it, start to end in its own process (a real
+    process: its bf16 policy, its torch and its profiler session are its own, and its exit
+    status is the shell's): the documented keys and how they relate."""
     result = run_benchmark(tmp_path, "--precision", "bf16", "--compare_hf", "--xla", "off",
                            "--input_pipeline", str(sample_records / "train" / "*"))
     assert KEYS <= set(result)
@@ -85,6 +88,9 @@ def test_benchmark_json(sample_records, tmp_path):
 @pytest.mark.e2e
 @pytest.mark.parametrize("xla", ["on", "off"])
 def test_profile_names_where_the_step_time_goes(xla, tmp_path):
+    """A real process per plan, as a user runs the script: the profiler traces the whole
+    process, so what it finds is the benchmark's own ops and XLA modules, not those of the
+    tests that ran before it in the runner."""
     result = run_benchmark(tmp_path, "--xla", xla)
     ops = result["profile_top_ops"]
     types = [op["type"] for op in ops]
@@ -127,6 +133,8 @@ def test_profile_says_what_it_cannot_see(scripts_on_path, monkeypatch, tmp_path)
 
 @pytest.mark.e2e
 def test_data_prep_reports_rate_and_peak_memory(sample_corpus, sample_vocab, tmp_path):
+    """A real process: the peak memory reported is the benchmark process's own, which in the
+    test runner would be the runner's."""
     out = tmp_path / "bench.json"
     proc = subprocess.run([
         sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"), "--no_step",
@@ -143,6 +151,8 @@ def test_data_prep_reports_rate_and_peak_memory(sample_corpus, sample_vocab, tmp
 
 @pytest.mark.e2e
 def test_restart_cost_restores_the_same_next_batch(sample_records, tmp_path):
+    """A real process: --restart_cost re-runs the script in fresh processes per case, found from
+    the script's own path and sys.argv, as a user's run does."""
     out = tmp_path / "bench.json"
     proc = subprocess.run([
         sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"), "--no_step",
@@ -157,6 +167,7 @@ def test_restart_cost_restores_the_same_next_batch(sample_records, tmp_path):
 
 @pytest.mark.e2e
 def test_peak_resident_memory_is_the_programs_own_not_its_parents():
+    """A child process is what is tested: the peak a process inherits from its parent at exec."""
     # Linux hands a parent's peak to its child at exec (ru_maxrss): under a test runner that had
     # grown past the benchmark's own peak, the plan was compared with the runner's memory.
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
@@ -175,6 +186,8 @@ def test_peak_resident_memory_is_the_programs_own_not_its_parents():
 
 @pytest.mark.e2e
 def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
+    """A real process: its measured peak resident memory is the one compared, which the test
+    runner's own memory would swamp."""
     # One real update of ALBERT-base (seq 128, 8 sequences, recomputation on, XLA) in a fresh
     # process: its peak resident memory against the plan's estimate.
     out = tmp_path / "bench.json"
@@ -198,8 +211,7 @@ def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
     assert "fits 90% of 16.00 GB" in result["auto_reason"]
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize("flags, message", [
+BAD_VALUES = [
     (["--steps", "0"], "--steps must be at least 1, got 0"),
     (["--repeats", "0"], "--repeats must be at least 1, got 0"),
     (["--per_gpu_batch_size", "0"], "--per_gpu_batch_size must be at least 1, got 0"),
@@ -208,16 +220,37 @@ def test_memory_plan_is_within_25_percent_of_the_measured_peak(tmp_path):
                                  "14 or less, or a longer --max_seq_length"),
     (["--max_seq_length", "1024"], "--max_seq_length must be within [3, 512]"),
     (["--model_size", "huge"], "--model_size 'huge' is unknown"),
-])
-def test_benchmark_bad_values_are_one_line_errors_and_write_nothing(flags, message, tmp_path):
+]
+
+
+@pytest.mark.parametrize("flags, message", BAD_VALUES)
+def test_benchmark_bad_values_are_one_line_errors_and_write_nothing(flags, message, tmp_path,
+                                                                    scripts_on_path, capsys):
     """Issue 24 item 11: these were a ZeroDivisionError, a statistics error on no timings and
-    a numpy traceback, after TensorFlow had started."""
+    a numpy traceback, after TensorFlow had started. The script's main, as `sys.exit(main())`
+    runs it: exit status 2 (test_benchmark_bad_value_exits_2_as_a_process: a real one)."""
+    import benchmark
+
+    with pytest.raises(SystemExit) as stop:
+        benchmark.main([*flags, "--output", str(tmp_path / "bench.json")])
+    assert stop.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), captured.err
+    assert not (tmp_path / "bench.json").exists()
+
+
+@pytest.mark.e2e
+def test_benchmark_bad_value_exits_2_as_a_process(tmp_path):
+    """The one real process for a bad value: the shipped script's exit status is main's 2 and its
+    stderr the one line, nothing else printed (the other values run in-process above)."""
+    flags, message = BAD_VALUES[0]
     proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "scripts", "benchmark.py"),
                            *flags, "--output", str(tmp_path / "bench.json")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"error: {message}"), proc.stderr
+    assert proc.stderr.splitlines() == [f"error: {message}"], proc.stderr
     assert not (tmp_path / "bench.json").exists()
 
 
