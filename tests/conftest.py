@@ -24,8 +24,8 @@ SHARED_FIXTURE_GROUPS = {
 }
 # The groups are handed out in collection order (scripts/test.sh turns off xdist's reordering by
 # test count, which put the demo's few slow tests last): the longest first, so that both
-# processes finish together instead of one waiting on the demo at the end. Measured seconds of
-# test time per group (--durations), longest first; the rest keep pytest's order after these.
+# processes finish together instead of one waiting on the demo at the end. Roughly longest
+# first by measured test time per group (--durations); the rest keep pytest's order after them.
 LONGEST_FIRST = (
     "tests/scripts/test_demo.py", "trained_squad", "tests/test_run_pretraining.py",
     "trained_classifier", "tests/train/test_trainer.py", "tests/train/test_run_spec.py",
