@@ -136,17 +136,23 @@ def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overri
 
 def run_in_process(module: str, argv) -> tuple:
     """`python -m albert.<module> argv` as main(argv) in this process: (exit status, stdout,
-    stderr, the tool's log lines included). For the errors a command gives, the plan it prints,
-    or a short run whose files and lines are what a test reads, without an interpreter and
+    stderr, the tool's log lines included), with sys.argv and __main__ as that command's (a run
+    records its command line from them). For the errors a command gives, the plan it prints, or
+    a short run whose files and lines are what a test reads, without an interpreter and
     TensorFlow start per case; an error that escapes as a traceback fails the test outright.
     tests/cli/test_flags.py keeps one real process per runner for the exit status and the
     single line."""
     import contextlib
     import importlib
+    import importlib.util
     import io
     import logging
 
     out, err = io.StringIO(), io.StringIO()
+    main = sys.modules["__main__"]
+    typed = getattr(main, "__spec__", None), sys.argv
+    main.__spec__ = importlib.util.find_spec(f"albert.{module}")
+    sys.argv = [main.__spec__.origin, *map(str, argv)]
     # The tool's log lines go where a process writes them (its stderr, as every tool's
     # logging.basicConfig sets up); pytest's own handlers would otherwise keep them.
     root = logging.getLogger()
@@ -164,6 +170,7 @@ def run_in_process(module: str, argv) -> tuple:
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+        main.__spec__, sys.argv = typed
     return code, out.getvalue(), err.getvalue()
 
 

@@ -242,15 +242,13 @@ def test_predict_only_refuses_a_model_without_a_qa_head(dev_file, sample_vocab, 
 
 
 @pytest.mark.slow
-def test_same_command_on_a_finished_fine_tune_says_so_and_predicts(squad_fine_tune, tmp_path,
-                                                                    monkeypatch):
+def test_same_command_on_a_finished_fine_tune_says_so_and_predicts(squad_fine_tune, tmp_path):
     run, argv = copy_run(squad_fine_tune, tmp_path)
     argv = [a if a != str(run / "pred") else str(tmp_path / "pred") for a in argv]
     # The fine-tune's run directory, written by this version, resumes unchanged: every entry
     # of its run.json (the spec, the plans, the step, the versions) as it was, but the command
     # line, which is the latest command's (the process's own, as `python -m` gives it).
     record = json.loads((run / "ckpt" / "run.json").read_text())
-    monkeypatch.setattr(sys, "argv", ["run_squad.py", *argv])  # what this command's process has
     out, _ = squad(argv)
     assert "this run already finished" in out
     after = json.loads((run / "ckpt" / "run.json").read_text())

@@ -5,11 +5,8 @@ fine-tune. Both run in this process (nothing reads their process), as `python -m
 albert.run_classifier argv` would, the command line their run.json records included. A test
 that writes into their directories copies them first."""
 
-import contextlib
-import importlib.util
 import json
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,22 +18,10 @@ from albert.demo.classification_sample import write_task
 SEQ = 64  # the topic fine-tune's --max_seq_length
 
 
-@contextlib.contextmanager
-def typed_as(module, argv):
-    """This process seen as `python -m albert.<module> argv` (sys.argv and __main__'s spec),
-    which is what a run records as its command line."""
-    main = sys.modules["__main__"]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys, "argv", [f"{module}.py", *map(str, argv)])
-        patch.setattr(main, "__spec__", importlib.util.find_spec(f"albert.{module}"))
-        yield
-
-
 def run_classifier_here(argv, check=True):
     """run_classifier's main(argv) in this process: (exit status, stdout, stderr with its log
     lines); check: it succeeded."""
-    with typed_as("run_classifier", argv):
-        code, out, err = run_in_process("run_classifier", argv)
+    code, out, err = run_in_process("run_classifier", argv)
     if check:
         assert code == 0, out[-3000:] + err[-3000:]
     return code, out, err

@@ -2,7 +2,6 @@
 experiments in two output directories stay apart, a resume under other settings is refused
 naming each, labels in another order never relabel a trained classifier."""
 
-import importlib.machinery
 import json
 import os
 import sys
@@ -38,15 +37,6 @@ def run_classifier(argv, check=True):
     return ran
 
 
-def as_typed(monkeypatch, argv):
-    """What `python -m albert.run_classifier argv` shows its process, __main__'s module and
-    sys.argv, from which a run records its command line (albert.tasks.runner.environment)."""
-    monkeypatch.setattr(sys.modules["__main__"], "__spec__",
-                        importlib.machinery.ModuleSpec("albert.run_classifier", None))
-    monkeypatch.setattr(sys, "argv", [os.path.join("albert", "run_classifier.py"), *argv])
-    return argv
-
-
 def refused(proc, *parts):
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
@@ -73,15 +63,13 @@ def argv(topic, vocab, output_dir, lr="5e-4", steps="5", *extra):
 
 
 @pytest.mark.e2e
-def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path,
-                                                                   monkeypatch):
+def test_two_experiments_stay_apart_and_a_changed_run_is_refused(topic, sample_vocab, tmp_path):
     a, b = tmp_path / "expA", tmp_path / "expB"
-    commands = {a: as_typed(monkeypatch, argv(topic, sample_vocab, a))}
+    commands = {a: argv(topic, sample_vocab, a)}
     run_classifier(commands[a])
     # Finding 1: B has its own checkpoints under its --output_dir; it does not resume A.
-    commands[b] = as_typed(monkeypatch, argv(topic, sample_vocab, b, "1e-4", "10"))
+    commands[b] = argv(topic, sample_vocab, b, "1e-4", "10")
     second = run_classifier(commands[b])
-    monkeypatch.undo()
     assert "resuming" not in second.stderr and "train step 10 " in second.stdout
     assert "train step 5 " in second.stdout
     for run, lr, steps in ((a, 5e-4, 5), (b, 1e-4, 10)):
