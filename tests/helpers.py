@@ -36,15 +36,6 @@ def base_args(records, vocab, out, **overrides):
     return argv
 
 
-def run_cli(argv, timeout=300, check=True):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.run([sys.executable, "-m", "albert.run_pretraining", *argv],
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    if check:
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
-
-
 def write_records(path, n, seq, preds, gzip=False):
     """n tiny pretraining records of the given shapes, through the generator's own writer."""
     def ints(k):
@@ -95,12 +86,6 @@ def last_reading_bar(stderr, path):
     assert bars and bars[-1].startswith("reading: 100%"), stderr
     assert f"| {total}/{total} [" in bars[-1], bars[-1]
     return bars[-1]
-
-
-def check_records(*argv):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, "-m", "albert.check_records", *argv],
-                          capture_output=True, text=True, timeout=300, env=env)
 
 
 def bad_lines(stdout):
