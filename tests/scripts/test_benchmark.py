@@ -78,6 +78,15 @@ def test_benchmark_json(sample_records, tmp_path):
     assert result["xla"] == {"gradient": False, "update": False, "reason": "--xla off",
                              "eager": False}
     assert list((tmp_path / "profile").rglob("*.xplane.pb"))
+    # The profile of this plan: TensorFlow ops only, the matmuls among them, no idle time.
+    ops = result["profile_top_ops"]
+    types = [op["type"] for op in ops]
+    assert any("MatMul" in t for t in types), types
+    assert "IDLE" not in types
+    assert 0.5 < sum(op["share"] for op in ops) <= 1.0 + 1e-6
+    assert "profile_not_covered" not in result
+    assert result["profile_xla_modules"] == [] and result["profile_coverage"]["xla_share"] == 0
+    assert all(op["source"] == "tensorflow" for op in ops)
     # transformers' step ran the same 4 sequences, and the ratio is our speed over theirs.
     assert result["hf_seq_per_sec"] * result["hf_step_time_s"] == pytest.approx(4)
     assert result["ratio_vs_hf"] == pytest.approx(result["seq_per_sec"] / result["hf_seq_per_sec"])
@@ -86,30 +95,24 @@ def test_benchmark_json(sample_records, tmp_path):
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("xla", ["on", "off"])
-def test_profile_names_where_the_step_time_goes(xla, tmp_path):
-    """A real process per plan, as a user runs the script: the profiler traces the whole
-    process, so what it finds is the benchmark's own ops and XLA modules, not those of the
-    tests that ran before it in the runner."""
-    result = run_benchmark(tmp_path, "--xla", xla)
+def test_profile_names_where_the_step_time_goes_under_xla(tmp_path):
+    """A real process, as a user runs the script: the profiler traces the whole process, so
+    what it finds is the benchmark's own ops and XLA modules, not those of the tests that ran
+    before it in the runner. (--xla off's profile is checked in test_benchmark_json.)"""
+    result = run_benchmark(tmp_path, "--xla", "on")
     ops = result["profile_top_ops"]
     types = [op["type"] for op in ops]
-    # The matmuls are seen under either plan: as TensorFlow MatMul ops, or as XLA dot thunks
-    # (XLA names a dot after the TensorFlow op it lowers, e.g. "MatMul_1.82", or "dot").
+    # The matmuls are seen as XLA dot thunks (XLA names a dot after the TensorFlow op it
+    # lowers, e.g. "MatMul_1.82", or "dot").
     assert any("MatMul" in t or t == "XLA:dot" for t in types), types
     assert "IDLE" not in types
     assert 0.5 < sum(op["share"] for op in ops) <= 1.0 + 1e-6
-    coverage = result["profile_coverage"]
     assert "profile_not_covered" not in result
-    if xla == "on":
-        # The gradient and the update are XLA modules, and they hold nearly all the op time.
-        functions = {m["step_function"] for m in result["profile_xla_modules"]}
-        assert {"_grads", "_apply"} <= functions, functions
-        assert coverage["xla_share"] > 0.9
-        assert all(op["source"] == "xla" for op in ops[:3]), ops[:3]
-    else:
-        assert result["profile_xla_modules"] == [] and coverage["xla_share"] == 0
-        assert all(op["source"] == "tensorflow" for op in ops)
+    # The gradient and the update are XLA modules, and they hold nearly all the op time.
+    functions = {m["step_function"] for m in result["profile_xla_modules"]}
+    assert {"_grads", "_apply"} <= functions, functions
+    assert result["profile_coverage"]["xla_share"] > 0.9
+    assert all(op["source"] == "xla" for op in ops[:3]), ops[:3]
 
 
 def test_profile_says_what_it_cannot_see(scripts_on_path, monkeypatch, tmp_path):
