@@ -27,11 +27,11 @@ SHARED_FIXTURE_GROUPS = {
 # processes finish together instead of one waiting on the demo at the end. Roughly longest
 # first by measured test time per group (--durations); the rest keep pytest's order after them.
 LONGEST_FIRST = (
-    "tests/scripts/test_demo.py", "trained_squad", "tests/test_run_pretraining.py",
-    "trained_classifier", "tests/train/test_trainer.py", "tests/train/test_run_spec.py",
-    "tests/scripts/test_benchmark.py", "tests/test_interrupted_runs.py",
-    "tests/model/test_modeling.py", "tests/scripts/test_front_page.py",
-    "tests/scripts/test_scripts.py", "tests/train/test_checkpoint_store.py",
+    "tests/test_run_pretraining.py", "trained_squad", "tests/scripts/test_demo.py",
+    "tests/train/test_trainer.py", "trained_classifier", "tests/scripts/test_benchmark.py",
+    "tests/test_interrupted_runs.py", "tests/model/test_modeling.py",
+    "tests/scripts/test_scripts.py", "tests/scripts/test_front_page.py",
+    "tests/train/test_checkpoint_store.py", "tests/train/test_run_spec.py",
     "tests/train/test_optimization.py", "tests/train/test_xla_plan.py",
 )
 
