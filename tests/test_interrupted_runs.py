@@ -1,7 +1,8 @@
 """Every runner stopped by SIGTERM (a spot interruption, a Kubernetes or SageMaker stop) saves a
 checkpoint and exits with the interrupted status, 143 (albert.tasks.runner.INTERRUPTED), not 0,
 in one process and under horovodrun; the same command resumes and finishes with 0 (issue 50
-item 2). Real processes, real signals."""
+item 2). The interrupted runs are real processes sent real signals; a fine-tune's resume runs
+in this process."""
 
 import os
 import signal

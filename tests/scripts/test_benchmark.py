@@ -34,6 +34,17 @@ def run_benchmark(tmp_path, *extra):
     return json.loads(out.read_text())
 
 
+def profiled_ops(result):
+    """The JSON's top ops and their types, checked as every plan's must be: no idle time among
+    them, most of the op time covered, nothing the profile could not see."""
+    ops = result["profile_top_ops"]
+    types = [op["type"] for op in ops]
+    assert "IDLE" not in types
+    assert 0.5 < sum(op["share"] for op in ops) <= 1.0 + 1e-6
+    assert "profile_not_covered" not in result
+    return ops, types
+
+
 def tiny_training_flops(seq, preds):
     """scripts/benchmark.py's documented FLOPs per sequence for --model_size tiny --vocab_size
     2000, as the list of matmuls ALBERT runs: 2*m*k*n each, training = forward + a backward of
@@ -78,13 +89,9 @@ def test_benchmark_json(sample_records, tmp_path):
     assert result["xla"] == {"gradient": False, "update": False, "reason": "--xla off",
                              "eager": False}
     assert list((tmp_path / "profile").rglob("*.xplane.pb"))
-    # The profile of this plan: TensorFlow ops only, the matmuls among them, no idle time.
-    ops = result["profile_top_ops"]
-    types = [op["type"] for op in ops]
+    # The profile of this plan: TensorFlow ops only, the matmuls among them.
+    ops, types = profiled_ops(result)
     assert any("MatMul" in t for t in types), types
-    assert "IDLE" not in types
-    assert 0.5 < sum(op["share"] for op in ops) <= 1.0 + 1e-6
-    assert "profile_not_covered" not in result
     assert result["profile_xla_modules"] == [] and result["profile_coverage"]["xla_share"] == 0
     assert all(op["source"] == "tensorflow" for op in ops)
     # transformers' step ran the same 4 sequences, and the ratio is our speed over theirs.
@@ -100,14 +107,10 @@ def test_profile_names_where_the_step_time_goes_under_xla(tmp_path):
     what it finds is the benchmark's own ops and XLA modules, not those of the tests that ran
     before it in the runner. (--xla off's profile is checked in test_benchmark_json.)"""
     result = run_benchmark(tmp_path, "--xla", "on")
-    ops = result["profile_top_ops"]
-    types = [op["type"] for op in ops]
+    ops, types = profiled_ops(result)
     # The matmuls are seen as XLA dot thunks (XLA names a dot after the TensorFlow op it
     # lowers, e.g. "MatMul_1.82", or "dot").
     assert any("MatMul" in t or t == "XLA:dot" for t in types), types
-    assert "IDLE" not in types
-    assert 0.5 < sum(op["share"] for op in ops) <= 1.0 + 1e-6
-    assert "profile_not_covered" not in result
     # The gradient and the update are XLA modules, and they hold nearly all the op time.
     functions = {m["step_function"] for m in result["profile_xla_modules"]}
     assert {"_grads", "_apply"} <= functions, functions
