@@ -5,7 +5,6 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-import keras  # noqa: E402
 import pytest  # noqa: E402
 from helpers import PREDS, SEQ  # noqa: E402
 
@@ -29,10 +28,10 @@ SHARED_FIXTURE_GROUPS = {
 LONGEST_FIRST = (
     "tests/test_run_pretraining.py", "trained_squad", "tests/scripts/test_demo.py",
     "tests/train/test_trainer.py", "trained_classifier", "tests/scripts/test_benchmark.py",
-    "tests/test_interrupted_runs.py", "tests/model/test_modeling.py",
-    "tests/scripts/test_scripts.py", "tests/scripts/test_front_page.py",
-    "tests/train/test_checkpoint_store.py", "tests/train/test_run_spec.py",
-    "tests/train/test_optimization.py", "tests/train/test_xla_plan.py",
+    "tests/model/test_modeling.py", "tests/scripts/test_scripts.py",
+    "tests/scripts/test_front_page.py", "tests/train/test_checkpoint_store.py",
+    "tests/test_interrupted_runs.py", "tests/train/test_optimization.py",
+    "tests/train/test_run_spec.py", "tests/train/test_xla_plan.py",
 )
 
 
@@ -59,6 +58,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _float32_policy():
     """Each test starts and ends under the float32 policy (mixed-precision tests change it)."""
+    import keras  # here, not at the top: xdist's controlling process runs no test
+
     keras.mixed_precision.set_global_policy("float32")
     yield
     keras.mixed_precision.set_global_policy("float32")

@@ -6,11 +6,6 @@ import os
 import subprocess
 import sys
 
-import keras
-import tensorflow as tf
-
-from albert.data.tfrecord import TFRecordWriter
-
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDS = 64, 10  # the sample records' sequence length and predictions per sequence
 START_UP_NOISE = ("absl::InitializeLog", "oneDNN custom operations")
@@ -38,6 +33,10 @@ def base_args(records, vocab, out, **overrides):
 
 def write_records(path, n, seq, preds, gzip=False):
     """n tiny pretraining records of the given shapes, through the generator's own writer."""
+    import tensorflow as tf
+
+    from albert.data.tfrecord import TFRecordWriter
+
     def ints(k):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * k))
 
@@ -97,6 +96,8 @@ def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overri
     """A Trainer over a 2-layer tiny ALBERT (vocabulary 2000), seeded; optimizer(variables)
     builds another optimizer than LAMB. xla: both step functions compiled or neither, unless
     xla_gradient says otherwise for the gradient; eager=True: neither traced."""
+    import keras
+
     from albert import AlbertConfig, AlbertForPreTraining
     from albert.tasks.losses import PRETRAINING_METRICS, pretraining_loss
     from albert.train.distributed import Distributed

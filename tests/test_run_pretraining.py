@@ -5,6 +5,7 @@ SIGTERM and the exit status it leaves, horovodrun's ranks, a lock held by anothe
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -408,41 +409,109 @@ def test_same_dir_different_start_is_refused_same_command_resumes(sample_records
     assert record["started_from"]["load_from"] == "pretrained" and record["finished"]
 
 
-HVD_RESUME = {"--total_steps": "6", "--shuffle_buffer": "100", "--checkpoint_frequency": "3",
+HVD_RESUME = {"--total_steps": "12", "--shuffle_buffer": "100", "--checkpoint_frequency": "3",
               "--per_gpu_batch_size": "4", "--global_batch_size": "16", "--recompute": "layers",
               "--config_override": ["hidden_dropout_prob=0.1", "attention_probs_dropout_prob=0.1",
                                     "classifier_dropout_prob=0.1"]}
 
+# Each rank under a wrapper that records its exit status: horovodrun prints a rank's status only
+# until it ends the others itself (SIGSTOP, then SIGKILL) after the first rank to exit non-zero,
+# so its own lines cannot say what every rank returned.
+RANK_WRAPPER = """
+import os, signal, subprocess, sys
+rank = subprocess.Popen([sys.executable, "-m", "albert.run_pretraining", *sys.argv[2:]])
+signal.signal(signal.SIGTERM, lambda *a: rank.send_signal(signal.SIGTERM))
+status = rank.wait()
+with open(os.path.join(sys.argv[1], "rank" + os.environ["HOROVOD_RANK"]), "w") as f:
+    f.write(str(status))
+sys.exit(status if status >= 0 else 128 - status)
+"""
+
+
+def _sigterm_every_rank(launcher, wrapper, statuses, argv, marker):
+    """`argv` under `launcher`, each rank in `wrapper`; once `marker` appears, SIGTERM to every
+    rank's run_pretraining process (a container's or a spot instance's stop): (horovodrun's exit
+    status, its output)."""
+    import psutil  # horovodrun's own dependency
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.Popen([*launcher, sys.executable, str(wrapper), str(statuses), *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if marker in line:
+                ranks = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                         if "albert.run_pretraining" in p.cmdline()]
+                assert len(ranks) == 2, ranks
+                for rank in ranks:
+                    rank.send_signal(signal.SIGTERM)
+                break
+        rest, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, "".join(seen) + rest
+
 
 @pytest.mark.horovod
-def test_horovod_kill9_resume_with_dropout_equals_the_straight_run(sample_records, sample_vocab,
-                                                                   tmp_path):
-    """horovodrun's ranks are processes, and kill -9 ends processes."""
+def test_horovod_kill9_then_sigterm_resumes_exactly_the_straight_run(sample_records, sample_vocab,
+                                                                     tmp_path):
+    """horovodrun's ranks are processes, and kill -9 and SIGTERM end processes; 143 is the exit
+    status a SIGTERM leaves (issue 50 item 2)."""
     # Dropout on, two ranks, two micro-batches per update, --recompute layers (whose recomputed
     # forward pass must draw the same masks): each rank's masks are keyed by (seed, rank, update,
     # micro-batch), and each rank's input position is saved with the checkpoint. The ranks'
     # weights are identical by construction (allreduced updates), and rank 1's masks and data
     # enter every update through the allreduce, so the final weights equal the straight run's
-    # only if every rank resumed its own dropout sequence and input stream exactly.
+    # only if every rank resumed its own dropout sequence and input stream exactly, after a
+    # kill -9 (from the last periodic checkpoint) and after a SIGTERM (from the checkpoint the
+    # stop saved).
     launcher = [HOROVODRUN, "-np", "2", "--gloo", "-H", "localhost:2"]
     straight = tmp_path / "straight"
     proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_pretraining",
                            *base_args(sample_records, sample_vocab, straight, **HVD_RESUME)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    killed = tmp_path / "killed"
-    argv = base_args(sample_records, sample_vocab, killed, **HVD_RESUME)
+    run = tmp_path / "interrupted"
+    argv = base_args(sample_records, sample_vocab, run, **HVD_RESUME)
     code, out = _run_until(argv, "saved checkpoint", signal.SIGKILL, launcher=launcher)
-    assert not (killed / "ckpt" / "final").exists(), out[-3000:]
-    assert sorted(os.listdir(killed / "ckpt" / "data" / "2x4x2")) == ["rank-0", "rank-1"]
+    assert not (run / "ckpt" / "final").exists(), out[-3000:]
+    assert sorted(os.listdir(run / "ckpt" / "data" / "2x4x2")) == ["rank-0", "rank-1"]
+
+    # The same command resumes from step 3, and every process of the job is sent SIGTERM: the
+    # ranks agree on the update to stop at, rank 0 saves, and each exits 143; horovodrun itself
+    # then exits non-zero (1, naming a rank's 143).
+    wrapper = tmp_path / "rank.py"
+    wrapper.write_text(RANK_WRAPPER)
+    statuses = tmp_path / "statuses"
+    statuses.mkdir()
+    code, out = _sigterm_every_rank(launcher, wrapper, statuses, argv, "train step 4 ")
+    assert code != 0 and "Exit code: 143" in out, out[-3000:]
+    assert "resuming from" in out
+    assert "rank 0: input position of step 3 restored" in out
+    assert "rank 1: input position of step 3 restored" in out
+    # As a shell or horovodrun reads it: 143 returned, or (the rank horovodrun ends itself once
+    # the other has exited, with a SIGTERM after its stop was saved and said) killed by SIGTERM.
+    read = {p.name: int(p.read_text()) for p in statuses.iterdir()}
+    assert {name: 128 - s if s < 0 else s for name, s in read.items()} == {
+        "rank0": 143, "rank1": 143}, (read, out[-3000:])
+    [stopped] = set(re.findall(r"stopped at step (\d+);", out))
+    assert 4 <= int(stopped) < 12, stopped
+    assert "Traceback (most recent call last):\n" not in "".join(
+        line for line in out.splitlines(keepends=True) if line.startswith("[")), out[-3000:]
+    assert not (run / "ckpt" / "final").exists()
+
+    # And again: it finishes with 0, from the stop's checkpoint.
     proc = subprocess.run([*launcher, sys.executable, "-m", "albert.run_pretraining", *argv],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
-    assert "resuming from" in log
-    assert "rank 0: input position of step 3 restored" in log
-    assert "rank 1: input position of step 3 restored" in log
-    assert max_weight_diff(weights(killed), weights(straight)) < 1e-5
+    assert f"rank 0: input position of step {stopped} restored" in log, log[-3000:]
+    assert f"rank 1: input position of step {stopped} restored" in log, log[-3000:]
+    assert max_weight_diff(weights(run), weights(straight)) < 1e-5
 
 
 def _copy_shards(src, dst, names=None):

@@ -66,19 +66,16 @@ def test_bad_flag_is_one_line_and_exit_2_without_a_traceback(runner, tmp_path):
                                                 "got 0"]
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("runner", ["run_squad", "run_classifier"])
 def test_evaluation_only_from_pretrained_needs_a_path_in_both_fine_tuners(runner, sample_vocab,
                                                                           tmp_path):
     (tmp_path / "dev").write_text("x")  # never read: the missing model path comes first
     argv = {"run_squad": ["--predict_file", str(tmp_path / "dev")],
             "run_classifier": ["--eval_file", str(tmp_path / "dev")]}[runner]
-    proc = subprocess.run([sys.executable, "-m", f"albert.{runner}", *argv, "--spm_model",
-                           sample_vocab, "--load_from", "pretrained", "--output_dir",
-                           str(tmp_path / "out")], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert "--load_from pretrained needs --checkpoint_path" in proc.stderr
+    code, _, err = run_in_process(runner, [*argv, "--spm_model", sample_vocab, "--load_from",
+                                           "pretrained", "--output_dir", str(tmp_path / "out")])
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert "--load_from pretrained needs --checkpoint_path" in err
 
 
 # -- one name per idea across the tools: the old spellings are aliases (issue 27) ----------------

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import run_in_process
 
 from albert.data import squad, squad_records
 from albert.data.tokenization import load_tokenizer
@@ -208,32 +209,35 @@ def test_doc_stride_above_the_room_skips_no_token(tokenizer, tmp_path):
     assert len(spans) == n_context  # each context token in exactly one window
 
 
+def _run_squad_argv(train, vocab, tmp_path, *flags):
+    return ["--train_file", train, "--spm_model", vocab, "--model_size", "tiny", *flags,
+            "--output_dir", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"),
+            "--log_dir", str(tmp_path / "logs"), "--checkpoint_dir", str(tmp_path / "ckpt")]
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize(
-    "flags, message",
-    [
-        (["--doc_stride", "0", "--max_seq_length", "96"],
-         "error: --doc_stride must be at least 1, got 0"),
-        (["--max_seq_length", "64"],
-         "error: --max_seq_length 64 leaves no room for context after a --max_query_length 64 "
-         "question: [CLS] question [SEP] context [SEP] needs --max_seq_length >= "
-         "--max_query_length + 4 (68)"),
-    ],
-    ids=["doc_stride_0", "no_room_for_context"],
-)
-def test_run_squad_doc_stride_zero_exits_2_without_hanging(flags, message, sample_vocab,
-                                                           tmp_path):
-    """Item 10 through the CLI: `--doc_stride 0` used to loop forever allocating memory; a
-    --max_seq_length without room for context is refused up front too."""
+def test_run_squad_doc_stride_zero_exits_2_without_hanging(sample_vocab, tmp_path):
+    """Item 10 through the CLI: `--doc_stride 0` used to loop forever allocating memory. A
+    process, under a timeout: the loop that never ended would hang this one."""
     train, _ = write_sample(str(tmp_path), train_questions=10, dev_questions=10)
-    proc = run_squad_cli(["--train_file", train, "--spm_model", sample_vocab, "--model_size",
-                          "tiny", *flags, "--output_dir", str(tmp_path / "out"),
-                          "--cache_dir", str(tmp_path / "cache"), "--log_dir",
-                          str(tmp_path / "logs"), "--checkpoint_dir", str(tmp_path / "ckpt")],
-                         timeout=120)
+    proc = run_squad_cli(_run_squad_argv(train, sample_vocab, tmp_path, "--doc_stride", "0",
+                                         "--max_seq_length", "96"), timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert error_lines(proc.stderr) == [message]
+    assert error_lines(proc.stderr) == ["error: --doc_stride must be at least 1, got 0"]
     assert "Traceback" not in proc.stderr
+
+
+def test_run_squad_max_seq_length_without_room_for_context_is_refused(sample_vocab, tmp_path):
+    """Item 10: a --max_seq_length without room for context is refused up front too."""
+    train, _ = write_sample(str(tmp_path), train_questions=10, dev_questions=10)
+    code, _, err = run_in_process("run_squad", _run_squad_argv(train, sample_vocab, tmp_path,
+                                                               "--max_seq_length", "64"))
+    assert code == 2, err[-2000:]
+    assert error_lines(err) == [
+        "error: --max_seq_length 64 leaves no room for context after a --max_query_length 64 "
+        "question: [CLS] question [SEP] context [SEP] needs --max_seq_length >= "
+        "--max_query_length + 4 (68)"]
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(
@@ -258,23 +262,22 @@ def test_wrongly_typed_fields_name_file_and_question(qa, message, tmp_path):
         squad.read_squad(path)
 
 
-@pytest.mark.e2e
 def test_run_squad_null_question_is_one_line_error(sample_vocab, tmp_path):
     """Item 12 (data) through the CLI: `question: null` in the training file -> exit 2, one
     line naming the file and the question id (was a TypeError traceback in the tokenizer)."""
     qas = [{"id": "good", "question": "who?", "answers": [{"text": "mira", "answer_start": 0}]},
            {"id": "q-null", "question": None, "answers": []}]
     path = write(tmp_path, [{"context": "mira castell owns it.", "qas": qas}])
-    proc = run_squad_cli(["--train_file", path, "--spm_model", sample_vocab, "--model_size",
-                          "tiny", "--max_seq_length", "96", "--output_dir",
-                          str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"),
-                          "--log_dir", str(tmp_path / "logs"), "--checkpoint_dir",
-                          str(tmp_path / "ckpt"), "--no_progress"])
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert error_lines(proc.stderr) == [
+    code, _, err = run_in_process("run_squad", [
+        "--train_file", path, "--spm_model", sample_vocab, "--model_size", "tiny",
+        "--max_seq_length", "96", "--output_dir", str(tmp_path / "out"), "--cache_dir",
+        str(tmp_path / "cache"), "--log_dir", str(tmp_path / "logs"), "--checkpoint_dir",
+        str(tmp_path / "ckpt"), "--no_progress"])
+    assert code == 2, err[-2000:]
+    assert error_lines(err) == [
         f"error: {path}: data[0].paragraphs[0].qas[1] (id 'q-null'): 'question' must be a "
         "string, got NoneType None"]
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in err
 
 
 # -- answers read as whole words (issue 25) ---------------------------------------------------

@@ -2,6 +2,7 @@
 the held-out masked tokens, and a flag it cannot use gets one line before anything runs (the
 runs themselves: tests/scripts/test_demo.py's quick sweep)."""
 
+import os
 import subprocess
 import sys
 
@@ -62,6 +63,44 @@ def test_without_the_demos_row_no_row_is_read_against_another():
     body = [line for line in text.splitlines() if line.startswith("| mask") or
             line.startswith("| seq")]
     assert [line.split(" | ")[2:4] for line in body] == [["0.1600", ""], ["0.1800", ""]]
+
+
+def test_a_variant_run_again_runs_afresh(monkeypatch, tmp_path):
+    """The module run again over a finished sweep (no --fresh) runs each variant afresh: the
+    variant's earlier records, finished checkpoint and logs are gone before its first command,
+    so run_pretraining neither refuses that run nor takes it as this one, and the row is this
+    run's. The commands are recorded here instead of run (the quick sweep runs them:
+    tests/scripts/test_demo.py)."""
+    import json
+
+    demo = tmp_path / "demo"
+    run_dir = demo / "sweep" / "ngram1"  # records of its own, in the demo's shape
+    for stale in ("pretraining_data/train/part-00000-of-00004.tfrecord",
+                  "checkpoints/final/config.json", "checkpoints/run.json", "pretraining.log"):
+        (run_dir / stale).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / stale).write_text("from the earlier sweep")
+    (run_dir / "logs").mkdir()
+    (run_dir / "logs" / "metrics.jsonl").write_text(json.dumps(
+        {"split": "val", "step": 30, "mlm_acc": 0.5, "sop_acc": 0.5, "mlm_loss": 1.0,
+         "sop_loss": 0.5}) + "\n")
+    commands = []
+
+    def recorded(cmd, log):
+        left = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*"))
+        commands.append((cmd[2], left))
+        if cmd[2] == "albert.run_pretraining":
+            logs = cmd[cmd.index("--log_dir") + 1]
+            os.makedirs(logs, exist_ok=True)
+            with open(os.path.join(logs, "metrics.jsonl"), "w", encoding="utf-8") as f:
+                f.write(json.dumps({"split": "val", "step": 4, "mlm_acc": 0.25, "sop_acc": 0.5,
+                                    "mlm_loss": 6.0, "sop_loss": 0.7}) + "\n")
+
+    monkeypatch.setattr(sweep, "_run", recorded)
+    args = sweep.build_parser().parse_args(["--demo_dir", str(demo), "--steps", "4",
+                                            "--warmup_steps", "1"])
+    row = sweep.run_variant(sweep.BY_NAME["ngram1"], str(demo), str(demo / "sweep"), args)
+    assert commands == [("albert.create_pretraining_data", []), ("albert.run_pretraining", [])]
+    assert (row["step"], row["mlm_acc"], row["mlm_loss"]) == (4, 0.25, 6.0)
 
 
 def test_padded_held_out_records_score_the_same_tokens_the_same_way(sample_records, tmp_path):

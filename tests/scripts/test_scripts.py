@@ -103,13 +103,17 @@ def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_cor
            "PHASE1_PREDS": "5", "PHASE2_PREDS": "10", "PHASE1_BATCH": "8", "PHASE2_BATCH": "4",
            "PHASE1_GLOBAL": "8", "PHASE2_GLOBAL": "8", "PHASE1_STEPS": "4", "PHASE2_STEPS": "2",
            "CARRY_OPTIMIZER": "1", "DATA_FLAGS": "--num_shards 2 --processes 1 --no_progress"}
-    out = run_script("pretrain_two_phase.sh", {**env}, timeout=900, cwd=caller)
+    # Flags after the script's name go to both phases: --xla off, as no compiled step is what
+    # this test reads (auto would time a probe and compile each phase's step).
+    xla_off = ("--xla", "off")
+    out = run_script("pretrain_two_phase.sh", {**env}, timeout=900, cwd=caller, args=xla_off)
     run = caller / "run out"
     assert json.loads((run / "data-32" / "summary.json").read_text())["instances"] > 0
     assert json.loads((run / "data-64" / "summary.json").read_text())["instances"] > 0
     phase1 = json.loads((run / "phase1" / "checkpoints" / "run.json").read_text())
     phase2 = json.loads((run / "phase2" / "checkpoints" / "run.json").read_text())
     assert phase1["finished"] and phase1["step"] == 4
+    assert phase1["xla"]["reason"] == phase2["xla"]["reason"] == "--xla off"
     assert phase2["finished"] and phase2["step"] == 2
     assert phase2["started_from"]["load_from"] == "checkpoint"
     assert phase2["started_from"]["load_optimizer_state"] is True
@@ -120,7 +124,7 @@ def test_two_phase_script_runs_both_phases_and_hands_over_the_weights(sample_cor
     assert (f"initialised from {run / 'phase1' / 'checkpoints'} (weights and optimizer moments)"
             in out)
     # Re-running resumes: both phases are already finished and say so.
-    again = run_script("pretrain_two_phase.sh", env, cwd=caller)
+    again = run_script("pretrain_two_phase.sh", env, cwd=caller, args=xla_off)
     assert again.count("this run already finished") == 2
 
 
@@ -262,6 +266,8 @@ def test_the_suites_groups_name_real_files_and_hold_every_user_of_a_trained_mode
     assert len(runs) == len(set(runs)) == len(set(files)) >= 100
 
 
+# Collects the whole suite in this process (about 10 s).
+@pytest.mark.slow
 def test_fast_runs_the_unit_tier_and_every_other_test_is_marked():
     """`scripts/test.sh --fast` selects exactly the tests without a slow, horovod or e2e marker,
     none of which launches horovodrun or a command-line tool; the marked tests and the unit tier

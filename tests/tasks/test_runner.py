@@ -441,6 +441,8 @@ def test_failed_evaluations_are_counted_in_the_summary_and_the_exit_status(
     assert status == 0 and "evaluations failed" not in out
 
 
+# Its evaluations are run_squad processes (each imports TensorFlow before it refuses).
+@pytest.mark.e2e
 def test_an_in_run_squad_evaluation_is_a_logged_run_squad_command_and_a_failed_one_is_counted(
         tmp_path, sample_records, sample_vocab, monkeypatch, caplog):
     """SQuAD during pretraining as run_pretraining resolves it: each evaluation's command line

@@ -135,6 +135,7 @@ def test_stale_temporaries_of_interrupted_saves_are_removed_at_start(batches, tm
     assert (tmp_path / "ckpt-1.index").exists()
 
 
+@pytest.mark.slow
 def test_structural_mismatch_is_reported_not_skipped_as_unreadable(batches, tmp_path):
     from albert import AlbertForQuestionAnswering
     _trained_dir(batches, tmp_path)

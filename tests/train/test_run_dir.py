@@ -145,6 +145,7 @@ def test_start_policy_same_start_resumes_other_start_is_refused(batches, tmp_pat
     assert RunRecord(str(tmp_path)).read()["started_from"] == other
 
 
+@pytest.mark.slow
 def test_resume_under_another_spec_is_refused_naming_each_difference(batches, tmp_path, caplog):
     start = {"load_from": "scratch", "checkpoint_path": None, "load_optimizer_state": False}
     spec = {"learning_rate": 0.005, "bias_correction": False, "labels": ["no", "yes"],

@@ -8,6 +8,7 @@ from helpers import make_trainer
 from albert.tasks.losses import pretraining_metrics
 
 
+@pytest.mark.slow
 def test_fp16_overflow_skips_update_and_recovers(batches):
     # 2^24 overflows fp16 activations' gradients for this model; ~2^17 is where they fit.
     trainer = make_trainer("fp16", initial_loss_scale=2.0 ** 24)
@@ -129,6 +130,7 @@ def test_accumulated_gradient_reaching_the_optimizer_is_the_large_batch_mean(bat
     assert abs(_global_norm(half) - _global_norm(expected)) > 0.01 * _global_norm(expected)
 
 
+@pytest.mark.slow
 def test_clipping_hands_the_optimizer_the_clipped_gradient(batches):
     batch = batches[2]
     probe = make_trainer(optimizer=RecordingOptimizer, max_grad_norm=0.0)
