@@ -120,6 +120,30 @@ def make_trainer(precision="fp32", xla=False, lr=1e-3, vocab=2000, config_overri
                    metric_names=PRETRAINING_METRICS, precision=precision, xla=plan, **kwargs)
 
 
+def signalled_at(cmd, marker: str, send, timeout=300) -> tuple[int, str]:
+    """`cmd` started in a process group of its own; once `marker` appears in its output (stdout
+    and stderr together), send(proc) (a signal to it, to its process group or to the processes
+    it started); then its exit: (exit status, everything it printed). Killed with its group if
+    it is still running when this returns."""
+    import signal
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if marker in line:
+                send(proc)
+                break
+        rest, _ = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, "".join(seen) + rest
+
+
 def run_in_process(module: str, argv) -> tuple:
     """`python -m albert.<module> argv` as main(argv) in this process: (exit status, stdout,
     stderr, the tool's log lines included), with sys.argv and __main__ as that command's (a run

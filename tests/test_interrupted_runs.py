@@ -5,13 +5,11 @@ run_pretraining's, in one process and under horovodrun, are in test_run_pretrain
 interrupted runs are real processes sent real signals; a fine-tune's resume runs in this
 process."""
 
-import os
 import signal
-import subprocess
 import sys
 
 import pytest
-from helpers import run_in_process
+from helpers import run_in_process, signalled_at
 
 from albert.demo.classification_sample import write_task
 from albert.demo.squad_sample import write_sample
@@ -21,22 +19,8 @@ from albert.tasks.runner import INTERRUPTED
 def run_until(module, argv, marker):
     """`python -m albert.<module> argv`, sent SIGTERM once `marker` appears in its output:
     (exit status, output)."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.Popen([sys.executable, "-m", f"albert.{module}", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    seen = []
-    try:
-        for line in proc.stdout:
-            seen.append(line)
-            if marker in line:
-                proc.send_signal(signal.SIGTERM)
-                break
-        rest, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    return proc.returncode, "".join(seen) + rest
+    return signalled_at([sys.executable, "-m", f"albert.{module}", *argv], marker,
+                        lambda proc: proc.send_signal(signal.SIGTERM))
 
 
 def fine_tune_argv(module, tmp_path, vocab):

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import PREDS, SEQ, base_args, run_in_process
+from helpers import PREDS, SEQ, base_args, run_in_process, signalled_at
 from safetensors.numpy import load_file
 
 HOROVODRUN = os.path.join(os.path.dirname(sys.executable), "horovodrun")
@@ -171,21 +171,16 @@ RESUME = {"--total_steps": "8", "--shuffle_buffer": "300", "--checkpoint_frequen
 
 
 def _run_until(argv, marker, sig, launcher=()):
-    """Start a run, send `sig` once `marker` appears in its output, return its exit code."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.Popen([*launcher, sys.executable, "-m", "albert.run_pretraining", *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    seen = []
-    for line in proc.stdout:
-        seen.append(line)
-        if marker in line:
-            proc.send_signal(sig)
-            break
-    if launcher and sig == signal.SIGKILL:
-        os.killpg(proc.pid, signal.SIGKILL)  # every rank dies at once, as on a lost machine
-    rest, _ = proc.communicate(timeout=300)
-    return proc.returncode, "".join(seen) + rest
+    """Start a run, send `sig` once `marker` appears in its output: (exit status, output).
+    Under a launcher a SIGKILL goes to every process of the job at once, as on a lost
+    machine."""
+    def send(proc):
+        proc.send_signal(sig)
+        if launcher and sig == signal.SIGKILL:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    return signalled_at([*launcher, sys.executable, "-m", "albert.run_pretraining", *argv],
+                        marker, send)
 
 
 @pytest.mark.e2e
@@ -434,26 +429,15 @@ def _sigterm_every_rank(launcher, wrapper, statuses, argv, marker):
     status, its output)."""
     import psutil  # horovodrun's own dependency
 
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    proc = subprocess.Popen([*launcher, sys.executable, str(wrapper), str(statuses), *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    seen = []
-    try:
-        for line in proc.stdout:
-            seen.append(line)
-            if marker in line:
-                ranks = [p for p in psutil.Process(proc.pid).children(recursive=True)
-                         if "albert.run_pretraining" in p.cmdline()]
-                assert len(ranks) == 2, ranks
-                for rank in ranks:
-                    rank.send_signal(signal.SIGTERM)
-                break
-        rest, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    return proc.returncode, "".join(seen) + rest
+    def send(proc):
+        ranks = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                 if "albert.run_pretraining" in p.cmdline()]
+        assert len(ranks) == 2, ranks
+        for rank in ranks:
+            rank.send_signal(signal.SIGTERM)
+
+    return signalled_at([*launcher, sys.executable, str(wrapper), str(statuses), *argv], marker,
+                        send)
 
 
 @pytest.mark.horovod
