@@ -89,7 +89,7 @@ def test_two_rank_training_learns_as_one_rank(topic_fine_tune, topic_task, sampl
     two ranks, and every rank's exit on a refusal."""
     run = topic_fine_tune
     topic_dir, counts = topic_task
-    proc = run_classifier(training_argv(topic_task[0], sample_vocab, tmp_path, batch=16),
+    proc = run_classifier(training_argv(topic_dir, sample_vocab, tmp_path, batch=16),
                           launcher=TWO_RANKS)
     assert "batch plan: 16 x 1 x 2 = 32" in proc.stderr
     one = json.loads((run.out / "eval_results.json").read_text())
@@ -116,7 +116,7 @@ def test_two_rank_training_learns_as_one_rank(topic_fine_tune, topic_task, sampl
         assert (tmp_path / "out" / name).read_text() == (tmp_path / "one" / name).read_text()
     # Resuming it with another learning rate is refused on rank 0, and every rank stops with
     # that one line (the other rank would otherwise wait at the next collective for ever).
-    changed = training_argv(topic_task[0], sample_vocab, tmp_path, batch=16)
+    changed = training_argv(topic_dir, sample_vocab, tmp_path, batch=16)
     changed += ["--learning_rate", "1e-3"]
     refused = run_classifier(changed, launcher=TWO_RANKS, check=False, timeout=300)
     assert refused.returncode != 0

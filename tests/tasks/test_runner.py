@@ -464,7 +464,7 @@ def test_an_in_run_squad_evaluation_is_a_logged_run_squad_command_and_a_failed_o
         sample_records, sample_vocab, tmp_path, **{
             "--squad_frequency": "2", "--squad_train_file": train, "--squad_predict_file": dev,
             "--squad_max_seq_length": "128", "--squad_learning_rate": "3e-5"})))
-    os.remove(train)  # gone after the start's checks: run_squad refuses it, before TensorFlow
+    os.remove(train)  # gone after the start's checks: run_squad refuses it, before any training
     # The export of the weights (TensorFlow's) is not what this test is about.
     monkeypatch.setattr(pretraining, "save_pretrained",
                         lambda model, path, spm_model: os.makedirs(path))
